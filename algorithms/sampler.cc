@@ -1,0 +1,32 @@
+#include "algorithms/sampler.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "algorithms/grid_sampler.h"
+#include "algorithms/random_sampler.h"
+
+namespace hpo::algorithms {
+
+const std::vector<std::string>& SamplerNames() {
+  static const std::vector<std::string> names = {"random", "grid"};
+  return names;
+}
+
+absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
+                                                     const SearchSpace& space) {
+  if (spec.name == "random") return std::make_unique<RandomSampler>();
+  if (spec.name == "grid") {
+    if (spec.grid_points < 1) return absl::InvalidArgumentError("grid points must be >= 1");
+    auto grid = std::make_unique<GridSampler>(space, spec.grid_points, spec.grid_shuffle);
+    if (*grid->Capacity(space) > kMaxGridSize) {
+      return absl::InvalidArgumentError(
+          "the grid has more than 100,000,000 points; use fewer points or random search");
+    }
+    return grid;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", spec.name,
+                                                 "' (known: ", absl::StrJoin(SamplerNames(), ", "),
+                                                 ")"));
+}
+
+}  // namespace hpo::algorithms

@@ -1,0 +1,60 @@
+#pragma once
+// Sampler: proposes the parameters of the next trial.
+//
+// A sampler is a pure function of its settings, the space, the sweep's history, the trial's
+// number and the sweep's seed: it keeps no state between calls, so a daemon that reloads the
+// history from its store continues the same search. Implementations are thread-compatible.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "algorithms/search_space.h"
+
+namespace hpo::algorithms {
+
+// What the sampler may know of a trial that already exists.
+struct HistoryEntry {
+  int64_t number = 0;
+  Params params;
+  bool finished = false;            // in a final state
+  std::optional<double> objective;  // set when the trial reported its objective metric
+};
+
+struct SuggestRequest {
+  const SearchSpace* space = nullptr;
+  const std::vector<HistoryEntry>* history = nullptr;
+  int64_t trial_number = 0;  // 0-based number of the trial to propose
+  uint64_t seed = 0;
+  Direction direction = Direction::kMinimize;
+};
+
+// Algorithm settings from the sweep file (`algorithm:` section).
+struct AlgorithmSpec {
+  std::string name = "random";  // "random" | "grid"
+  int grid_points = 5;          // grid: values per continuous parameter
+  bool grid_shuffle = false;    // grid: visit points in a seeded random order
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual std::string Name() const = 0;
+  // The parameters of trial `req.trial_number`, or nullopt when the sampler has nothing more to
+  // propose (a finished grid). Errors are INVALID_ARGUMENT for a space it cannot handle.
+  virtual absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const = 0;
+  // How many trials the sampler can propose at most; nullopt when unbounded.
+  virtual std::optional<int64_t> Capacity(const SearchSpace& space) const = 0;
+};
+
+// INVALID_ARGUMENT when the name is unknown or the settings do not fit the space.
+absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
+                                                     const SearchSpace& space);
+
+// Names MakeSampler accepts.
+const std::vector<std::string>& SamplerNames();
+
+}  // namespace hpo::algorithms

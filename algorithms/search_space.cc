@@ -1,0 +1,113 @@
+#include "absl/strings/string_view.h"
+#include "algorithms/search_space.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace hpo::algorithms {
+
+std::optional<int64_t> ParamDef::Cardinality() const {
+  switch (type) {
+    case ParamType::kFixed:
+      return 1;
+    case ParamType::kCategorical:
+      return static_cast<int64_t>(choices.size());
+    case ParamType::kInt:
+      return static_cast<int64_t>(std::floor((high - low) / step.value_or(1.0) + 1e-9)) + 1;
+    case ParamType::kFloat:
+      if (!step) return std::nullopt;
+      return static_cast<int64_t>(std::floor((high - low) / *step + 1e-9)) + 1;
+  }
+  return std::nullopt;
+}
+
+absl::Status SearchSpace::Validate() const {
+  if (params.empty()) return absl::InvalidArgumentError("the search space has no parameters");
+  std::set<std::string> names;
+  for (const ParamDef& p : params) {
+    auto bad = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter '", p.name, "': ", what));
+    };
+    if (!names.insert(p.name).second) return bad("defined twice");
+    if (p.type == ParamType::kFloat || p.type == ParamType::kInt) {
+      if (!std::isfinite(p.low) || !std::isfinite(p.high)) return bad("bounds must be finite");
+      if (p.low > p.high) return bad("low must not exceed high");
+      if (p.log && p.low <= 0) return bad("log scale needs low > 0");
+      if (p.step && !(*p.step > 0)) return bad("step must be > 0");
+      if (p.step && p.log) return bad("step and log cannot be combined");
+      if (p.type == ParamType::kInt) {
+        if (p.low != std::floor(p.low) || p.high != std::floor(p.high)) {
+          return bad("int bounds must be integers");
+        }
+        if (p.step && *p.step != std::floor(*p.step)) return bad("int step must be an integer");
+        if (std::fabs(p.low) > 9e15 || std::fabs(p.high) > 9e15) return bad("int bounds too large");
+      }
+    }
+    if (p.type == ParamType::kCategorical && p.choices.empty()) return bad("needs at least one value");
+  }
+  return absl::OkStatus();
+}
+
+const ParamDef* SearchSpace::Find(const std::string& name) const {
+  for (const ParamDef& p : params) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+bool SearchSpace::Contains(const Params& values) const {
+  if (values.size() != params.size()) return false;
+  for (const ParamDef& p : params) {
+    auto it = values.find(p.name);
+    if (it == values.end()) return false;
+    const ParamValue& v = it->second;
+    switch (p.type) {
+      case ParamType::kFloat: {
+        const double* d = std::get_if<double>(&v);
+        if (d == nullptr || *d < p.low || *d > p.high) return false;
+        break;
+      }
+      case ParamType::kInt: {
+        const int64_t* i = std::get_if<int64_t>(&v);
+        if (i == nullptr || *i < p.low || *i > p.high) return false;
+        break;
+      }
+      case ParamType::kCategorical: {
+        bool found = false;
+        for (const ParamValue& c : p.choices) found = found || c == v;
+        if (!found) return false;
+        break;
+      }
+      case ParamType::kFixed:
+        if (!(v == p.value)) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+std::string FormatValue(const ParamValue& v) {
+  struct Visitor {
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      char buf[64];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
+      return ec == std::errc() ? std::string(buf, end) : std::to_string(d);
+    }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+std::optional<double> NumericValue(const ParamValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+}  // namespace hpo::algorithms

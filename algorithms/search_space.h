@@ -1,0 +1,61 @@
+#pragma once
+// The search space of a sweep and the values its parameters take.
+//
+// Pure data with validation; thread-compatible.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace hpo::algorithms {
+
+// A parameter's value. Float parameters hold double, int parameters int64_t, categorical ones
+// whatever their choices are (string, bool, int64_t or double).
+using ParamValue = std::variant<int64_t, double, std::string, bool>;
+// One configuration: parameter name -> value, ordered by name.
+using Params = std::map<std::string, ParamValue>;
+
+enum class ParamType { kFloat, kInt, kCategorical, kFixed };
+
+struct ParamDef {
+  std::string name;
+  ParamType type = ParamType::kFloat;
+  double low = 0;                   // float/int: inclusive bounds
+  double high = 0;
+  bool log = false;                 // sample uniformly in log space (low > 0)
+  std::optional<double> step;       // float/int: values are low + k * step
+  std::vector<ParamValue> choices;  // categorical
+  ParamValue value;                 // fixed
+
+  // Number of distinct values, or nullopt when continuous.
+  std::optional<int64_t> Cardinality() const;
+};
+
+struct SearchSpace {
+  std::vector<ParamDef> params;
+
+  // INVALID_ARGUMENT naming the parameter when a definition is impossible
+  // (low > high, log with low <= 0, step <= 0, no choices, duplicate names).
+  absl::Status Validate() const;
+  const ParamDef* Find(const std::string& name) const;
+  // True when every value of `params` lies in the space and has its parameter's type.
+  bool Contains(const Params& params) const;
+};
+
+// Shortest text that reads back as the same value ("0.001", "64", "relu", "true").
+std::string FormatValue(const ParamValue& v);
+// The value as a double when numeric (bools as 0/1), else nullopt.
+std::optional<double> NumericValue(const ParamValue& v);
+
+enum class Direction { kMinimize, kMaximize };
+// True when objective `a` is strictly better than `b`.
+inline bool IsBetter(double a, double b, Direction d) {
+  return d == Direction::kMinimize ? a < b : a > b;
+}
+
+}  // namespace hpo::algorithms

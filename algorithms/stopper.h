@@ -1,0 +1,60 @@
+#pragma once
+// Stopper: decides, when a trial reports, whether it should go on.
+//
+// Pure: the decision depends only on the trial's curve and the other trials' curves, which the
+// controller rebuilds from the store. Implementations are thread-compatible.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "algorithms/search_space.h"
+
+namespace hpo::algorithms {
+
+// A trial's objective metric over its steps, in report order.
+struct Curve {
+  int64_t trial_number = 0;
+  std::vector<std::pair<int64_t, double>> points;  // (step, value)
+  bool finished = false;
+};
+
+enum class Decision { kContinue, kStop };
+
+struct StopDecision {
+  Decision decision = Decision::kContinue;
+  std::string reason;  // why, for the trial's message when it stops
+};
+
+// Stopper settings from the sweep file (`early_stopping:` section).
+struct StopperSpec {
+  std::string name = "none";
+};
+
+class Stopper {
+ public:
+  virtual ~Stopper() = default;
+  virtual std::string Name() const = 0;
+  // Called after `trial` received a new point (its last one). `others` are every other trial of
+  // the sweep, finished or not.
+  virtual StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                              Direction direction) const = 0;
+};
+
+// Never stops a trial.
+class NoStopper final : public Stopper {
+ public:
+  std::string Name() const override { return "none"; }
+  StopDecision Decide(const Curve&, const std::vector<const Curve*>&, Direction) const override {
+    return {};
+  }
+};
+
+// INVALID_ARGUMENT for an unknown name or impossible settings.
+absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec);
+const std::vector<std::string>& StopperNames();
+
+}  // namespace hpo::algorithms

@@ -1,0 +1,250 @@
+#include "client/client.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/data_dir.h"
+#include "common/files.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace hpo::client {
+namespace {
+
+std::chrono::system_clock::time_point Deadline(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+Client::Client(const std::string& target, std::string token)
+    : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+      stub_(v1::HpoService::NewStub(channel_)),
+      token_(std::move(token)) {}
+
+std::unique_ptr<grpc::ClientContext> Client::Context(absl::Duration timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("authorization", "Bearer " + token_);
+  if (timeout != absl::InfiniteDuration()) ctx->set_deadline(Deadline(timeout));
+  return ctx;
+}
+
+bool Client::Healthy(absl::Duration timeout) {
+  if (!channel_->WaitForConnected(Deadline(timeout))) return false;
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
+  DataDir dir = DataDir::FromEnvironment();
+  auto try_connect = [&]() -> std::unique_ptr<Client> {
+    auto token = dir.ReadToken();
+    if (!token.ok() || ::access(dir.socket_path().c_str(), F_OK) != 0) return nullptr;
+    auto c = std::make_unique<Client>(dir.socket_target(), *token);
+    if (!c->Healthy(absl::Seconds(2))) return nullptr;
+    return c;
+  };
+  if (auto c = try_connect()) return c;
+  if (!autostart) {
+    return absl::UnavailableError(absl::StrCat("no hpod answers at ", dir.socket_path(),
+                                               " (start one with `hpo daemon start`)"));
+  }
+  if (absl::Status s = StartDaemon(absl::Seconds(20)); !s.ok()) return s;
+  if (auto c = try_connect()) return c;
+  return absl::UnavailableError(absl::StrCat("hpod started but does not answer at ", dir.socket_path()));
+}
+
+#define HPO_UNARY(Rpc, req_expr, out_expr)                       \
+  v1::Rpc##Response resp;                                        \
+  auto ctx = Context();                                          \
+  grpc::Status s = stub_->Rpc(ctx.get(), req_expr, &resp);       \
+  if (!s.ok()) return FromGrpc(s);                               \
+  return out_expr;
+
+absl::StatusOr<v1::ValidateSweepResponse> Client::Validate(const v1::ValidateSweepRequest& req) {
+  HPO_UNARY(ValidateSweep, req, resp)
+}
+absl::StatusOr<v1::Sweep> Client::Submit(const v1::SubmitSweepRequest& req) {
+  HPO_UNARY(SubmitSweep, req, resp.sweep())
+}
+absl::StatusOr<v1::Sweep> Client::GetSweep(int64_t sweep_id) {
+  v1::GetSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(GetSweep, req, resp.sweep())
+}
+absl::StatusOr<std::vector<v1::Sweep>> Client::ListSweeps(bool active_only) {
+  v1::ListSweepsRequest req;
+  req.set_active_only(active_only);
+  HPO_UNARY(ListSweeps, req, (std::vector<v1::Sweep>(resp.sweeps().begin(), resp.sweeps().end())))
+}
+absl::StatusOr<v1::Sweep> Client::Cancel(int64_t sweep_id) {
+  v1::CancelSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(CancelSweep, req, resp.sweep())
+}
+absl::StatusOr<v1::Sweep> Client::Pause(int64_t sweep_id) {
+  v1::PauseSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(PauseSweep, req, resp.sweep())
+}
+absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
+  v1::ResumeSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(ResumeSweep, req, resp.sweep())
+}
+absl::StatusOr<std::vector<v1::Trial>> Client::ListTrials(const v1::ListTrialsRequest& req) {
+  HPO_UNARY(ListTrials, req, (std::vector<v1::Trial>(resp.trials().begin(), resp.trials().end())))
+}
+absl::StatusOr<v1::GetTrialResponse> Client::GetTrial(int64_t trial_id, bool include_reports) {
+  v1::GetTrialRequest req;
+  req.set_trial_id(trial_id);
+  req.set_include_reports(include_reports);
+  HPO_UNARY(GetTrial, req, resp)
+}
+absl::StatusOr<v1::TailTrialLogResponse> Client::TailLog(const v1::TailTrialLogRequest& req) {
+  HPO_UNARY(TailTrialLog, req, resp)
+}
+#undef HPO_UNARY
+
+absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
+                           const std::function<bool(const v1::Event&)>& on_event) {
+  auto ctx = Context(absl::InfiniteDuration());
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_since_seq(since_seq);
+  std::unique_ptr<grpc::ClientReader<v1::Event>> reader = stub_->WatchSweep(ctx.get(), req);
+  v1::Event event;
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      ctx->TryCancel();
+      while (reader->Read(&event)) {
+      }
+      reader->Finish();
+      return absl::CancelledError("stopped watching");
+    }
+  }
+  return FromGrpc(reader->Finish());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token)
+    : channel_(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials())),
+      stub_(v1::ReportService::NewStub(channel_)),
+      trial_id_(trial_id),
+      token_(std::move(token)) {}
+
+absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment() {
+  const char* endpoint = std::getenv("HPO_ENDPOINT");
+  const char* id = std::getenv("HPO_TRIAL_ID");
+  const char* token = std::getenv("HPO_TRIAL_TOKEN");
+  int64_t trial_id = 0;
+  if (endpoint == nullptr || id == nullptr || token == nullptr || !absl::SimpleAtoi(id, &trial_id)) {
+    return absl::FailedPreconditionError(
+        "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
+  }
+  return std::make_unique<TrialReporter>(endpoint, trial_id, token);
+}
+
+absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
+                                                         const std::map<std::string, double>& metrics,
+                                                         absl::Duration retry_for) {
+  v1::ReportRequest req;
+  req.set_trial_id(trial_id_);
+  if (step >= 0) req.set_step(step);
+  for (const auto& [k, v] : metrics) (*req.mutable_metrics())[k] = v;
+  absl::Time give_up = absl::Now() + retry_for;
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (true) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token_);
+    ctx.set_deadline(Deadline(absl::Seconds(30)));
+    ctx.set_wait_for_ready(true);
+    v1::ReportResponse resp;
+    grpc::Status s = stub_->Report(&ctx, req, &resp);
+    if (s.ok()) return resp;
+    bool retryable = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                     s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!retryable || absl::Now() + backoff > give_up) return FromGrpc(s);
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+absl::Status StartDaemon(absl::Duration timeout) {
+  DataDir dir = DataDir::FromEnvironment();
+  if (absl::Status s = dir.Create(); !s.ok()) return s;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::string hpod = "hpod";
+  if (!ec && std::filesystem::exists(self.parent_path() / "hpod")) hpod = (self.parent_path() / "hpod").string();
+  std::string log = dir.log_path();
+  pid_t pid = ::fork();
+  if (pid < 0) return absl::UnavailableError("fork failed");
+  if (pid == 0) {
+    // Double fork so the daemon is not our child, in its own session.
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    int null_fd = ::open("/dev/null", O_RDWR);
+    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd >= 0 ? log_fd : null_fd, 1);
+    ::dup2(log_fd >= 0 ? log_fd : null_fd, 2);
+    std::string data_flag = "--data-dir=" + dir.root();
+    std::string log_flag = "--log-file=" + log;
+    execlp(hpod.c_str(), hpod.c_str(), data_flag.c_str(), log_flag.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  absl::Time until = absl::Now() + timeout;
+  while (absl::Now() < until) {
+    auto token = dir.ReadToken();
+    if (token.ok() && ::access(dir.endpoint_path().c_str(), F_OK) == 0) {
+      Client c(dir.socket_target(), *token);
+      if (c.Healthy(absl::Seconds(1))) return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  std::string tail;
+  bool truncated = false;
+  if (auto t = TailFile(log, 2000, &truncated); t.ok()) tail = *t;
+  return absl::UnavailableError(absl::StrCat("hpod did not come up within ", absl::FormatDuration(timeout),
+                                             "; its log ", log, " ends with:\n", tail));
+}
+
+absl::Status StopDaemon(absl::Duration timeout) {
+  DataDir dir = DataDir::FromEnvironment();
+  auto text = ReadFile(dir.pid_path());
+  int pid = 0;
+  if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid) || pid <= 1) {
+    return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root()));
+  }
+  if (::kill(pid, SIGTERM) != 0) {
+    return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root(), " (stale pid ", pid, ")"));
+  }
+  absl::Time until = absl::Now() + timeout;
+  while (absl::Now() < until) {
+    if (::kill(pid, 0) != 0) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("hpod (pid ", pid, ") did not stop within ",
+                                                  absl::FormatDuration(timeout)));
+}
+
+}  // namespace hpo::client

@@ -1,0 +1,81 @@
+#pragma once
+// Client: the C++ client library of hpod. Wraps the gRPC stubs with the token and deadlines, and
+// finds (and if asked, starts) the local daemon the way the `hpo` CLI does.
+//
+// Thread safety: a Client may be used from several threads at once (gRPC stubs are).
+// Errors: the daemon's gRPC status as absl::Status, with the same code and message;
+// UNAVAILABLE when no daemon answers.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hpo/v1/hpo.grpc.pb.h"
+
+namespace hpo::client {
+
+class Client {
+ public:
+  // Connects to `target` (e.g. "unix:/home/me/.hpo/hpod.sock" or "127.0.0.1:7070").
+  Client(const std::string& target, std::string token);
+
+  // The local daemon of $HPO_DATA_DIR (or ~/.hpo); with `autostart`, starts hpod when none
+  // answers and waits until it does.
+  static absl::StatusOr<std::unique_ptr<Client>> Local(bool autostart);
+
+  absl::StatusOr<v1::ValidateSweepResponse> Validate(const v1::ValidateSweepRequest& req);
+  absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
+  absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id);
+  absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(bool active_only);
+  absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
+  absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
+  absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req);
+  absl::StatusOr<v1::GetTrialResponse> GetTrial(int64_t trial_id, bool include_reports);
+  absl::StatusOr<v1::TailTrialLogResponse> TailLog(const v1::TailTrialLogRequest& req);
+  // Streams events after `since_seq` to `on_event` until the sweep ends (OK), `on_event`
+  // returns false (CANCELLED) or the stream breaks (its status).
+  absl::Status Watch(int64_t sweep_id, int64_t since_seq,
+                     const std::function<bool(const v1::Event&)>& on_event);
+  // True when the daemon answers its health check.
+  bool Healthy(absl::Duration timeout);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(60));
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::HpoService::Stub> stub_;
+  std::string token_;
+};
+
+// Reporting from inside a trial: reads HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN.
+class TrialReporter {
+ public:
+  // FAILED_PRECONDITION when the environment is not a trial's.
+  static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment();
+  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token);
+
+  // Pushes one report (step < 0: the next step). Retries while the daemon is unavailable,
+  // for up to `retry_for`. The reply says whether to continue.
+  absl::StatusOr<v1::ReportResponse> Report(int64_t step, const std::map<std::string, double>& metrics,
+                                            absl::Duration retry_for = absl::Seconds(60));
+  int64_t trial_id() const { return trial_id_; }
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ReportService::Stub> stub_;
+  int64_t trial_id_;
+  std::string token_;
+};
+
+// Starts hpod for the data directory in the background and waits until it answers.
+absl::Status StartDaemon(absl::Duration timeout);
+// Sends SIGTERM to the data directory's hpod and waits until it is gone.
+absl::Status StopDaemon(absl::Duration timeout);
+
+absl::Status FromGrpc(const grpc::Status& s);
+
+}  // namespace hpo::client

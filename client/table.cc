@@ -1,0 +1,288 @@
+#include "client/table.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/duration.h"
+#include "nlohmann/json.hpp"
+
+namespace hpo::client {
+namespace {
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+std::string TimeText(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", FromProto(t), absl::UTCTimeZone());
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += "\"\"";
+    else out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<std::string> ParamNames(const std::vector<v1::Trial>& trials) {
+  std::set<std::string> names;
+  for (const auto& t : trials) {
+    for (const auto& [k, v] : t.params()) names.insert(k);
+  }
+  return {names.begin(), names.end()};
+}
+
+std::vector<std::string> MetricNames(const std::vector<v1::Trial>& trials) {
+  std::set<std::string> names;
+  for (const auto& t : trials) {
+    for (const auto& [k, v] : t.last_metrics()) names.insert(k);
+  }
+  return {names.begin(), names.end()};
+}
+
+}  // namespace
+
+std::string StateName(v1::TrialState s) { return v1::TrialState_Name(s).substr(12); }
+std::string StateName(v1::SweepState s) { return v1::SweepState_Name(s).substr(12); }
+
+std::string ValueText(const v1::ParamValue& v) {
+  switch (v.kind_case()) {
+    case v1::ParamValue::kFloatValue: return NumberText(v.float_value());
+    case v1::ParamValue::kIntValue: return std::to_string(v.int_value());
+    case v1::ParamValue::kStringValue: return v.string_value();
+    case v1::ParamValue::kBoolValue: return v.bool_value() ? "true" : "false";
+    default: return "";
+  }
+}
+
+std::string NumberText(double v) { return absl::StrFormat("%.6g", v); }
+
+double RuntimeSeconds(const v1::Trial& t) {
+  if (!t.has_started_at()) return 0;
+  absl::Time start = FromProto(t.started_at());
+  absl::Time end = t.has_ended_at() ? FromProto(t.ended_at()) : absl::Now();
+  return std::max(0.0, absl::ToDoubleSeconds(end - start));
+}
+
+std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials,
+                       const TableOptions& options) {
+  std::vector<std::string> params = ParamNames(trials);
+  std::vector<std::string> metrics = MetricNames(trials);
+  const std::string& objective = sweep.objective_metric();
+  metrics.erase(std::remove(metrics.begin(), metrics.end(), objective), metrics.end());
+
+  // Columns: fixed left, params, objective + metrics, fixed right. Drop params/metrics from the
+  // right until the table fits.
+  auto build = [&](size_t n_params, size_t n_metrics) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"trial", "#", "state"};
+    for (size_t i = 0; i < n_params; ++i) header.push_back(params[i]);
+    header.push_back("step");
+    header.push_back(objective + (sweep.direction() == v1::DIRECTION_MAXIMIZE ? " ↑" : " ↓"));
+    for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
+    header.push_back("runtime");
+    rows.push_back(header);
+    for (const auto& t : trials) {
+      std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.number()), StateName(t.state())};
+      for (size_t i = 0; i < n_params; ++i) {
+        auto it = t.params().find(params[i]);
+        row.push_back(it == t.params().end() ? "" : ValueText(it->second));
+      }
+      row.push_back(t.step() >= 0 ? std::to_string(t.step()) : "-");
+      row.push_back(t.has_objective() ? NumberText(t.objective()) : "-");
+      for (size_t i = 0; i < n_metrics; ++i) {
+        auto it = t.last_metrics().find(metrics[i]);
+        row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
+      }
+      row.push_back(t.has_started_at() ? hpo::FormatDuration(absl::Seconds(RuntimeSeconds(t))) : "-");
+      rows.push_back(std::move(row));
+    }
+    std::vector<size_t> widths(header.size(), 0);
+    for (const auto& r : rows) {
+      for (size_t i = 0; i < r.size(); ++i) {
+        // "↑" is 3 bytes, 1 column.
+        size_t w = r[i].size() - (r[i].find("↑") != std::string::npos || r[i].find("↓") != std::string::npos ? 2 : 0);
+        widths[i] = std::max(widths[i], w);
+      }
+    }
+    size_t total = 0;
+    for (size_t w : widths) total += w + 2;
+    return std::make_tuple(rows, widths, total);
+  };
+  size_t n_params = params.size(), n_metrics = metrics.size();
+  auto [rows, widths, total] = build(n_params, n_metrics);
+  while (options.max_width > 0 && total > static_cast<size_t>(options.max_width) && (n_metrics > 0 || n_params > 0)) {
+    if (n_metrics > 0) --n_metrics;
+    else --n_params;
+    std::tie(rows, widths, total) = build(n_params, n_metrics);
+  }
+  std::string out;
+  size_t shown = rows.size();
+  size_t hidden = 0;
+  if (options.max_rows > 0 && rows.size() > static_cast<size_t>(options.max_rows) + 1) {
+    shown = static_cast<size_t>(std::max(options.max_rows, 1));  // header + (max_rows - 1) rows
+    hidden = rows.size() - shown;
+  }
+  for (size_t r = 0; r < shown; ++r) {
+    std::string line;
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      const std::string& cell = rows[r][i];
+      size_t w = cell.size() - (cell.find("↑") != std::string::npos || cell.find("↓") != std::string::npos ? 2 : 0);
+      bool right = r > 0 && i != 2;  // numbers right-aligned, state left
+      std::string pad(widths[i] - w, ' ');
+      line += right ? pad + cell : cell + pad;
+      if (i + 1 < rows[r].size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  if (hidden > 0) absl::StrAppend(&out, "... ", hidden, " more trial(s) not shown\n");
+  if (n_params < params.size() || n_metrics < metrics.size()) {
+    absl::StrAppend(&out, "(", params.size() - n_params + metrics.size() - n_metrics,
+                    " column(s) hidden to fit the terminal)\n");
+  }
+  return out;
+}
+
+std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials) {
+  absl::Time created = FromProto(sweep.created_at());
+  absl::Time end = sweep.has_ended_at() ? FromProto(sweep.ended_at()) : absl::Now();
+  std::string out = absl::StrCat("sweep ", sweep.id(), " '", sweep.name(), "'  ", StateName(sweep.state()),
+                                 "  elapsed ", hpo::FormatDuration(end - created), "\n");
+  std::map<std::string, int> counts;
+  for (const auto& t : trials) counts[StateName(t.state())]++;
+  std::vector<std::string> parts;
+  for (const char* s : {"PENDING", "LAUNCHING", "RUNNING", "COMPLETED", "STOPPED", "FAILED", "CANCELED", "LOST"}) {
+    if (counts[s] > 0) parts.push_back(absl::StrCat(s, " ", counts[s]));
+  }
+  int64_t limit = sweep.max_trials();
+  absl::StrAppend(&out, "trials ", trials.size(), limit > 0 ? absl::StrCat("/", limit) : "", ": ",
+                  parts.empty() ? "none yet" : absl::StrJoin(parts, "  "), "\n");
+  // Best so far among finished trials, as the daemon defines it.
+  const v1::Trial* best = nullptr;
+  for (const auto& t : trials) {
+    if (!t.has_objective()) continue;
+    if (t.state() != v1::TRIAL_STATE_COMPLETED && t.state() != v1::TRIAL_STATE_STOPPED) continue;
+    bool better = best == nullptr || (sweep.direction() == v1::DIRECTION_MAXIMIZE
+                                          ? t.objective() > best->objective()
+                                          : t.objective() < best->objective());
+    if (better) best = &t;
+  }
+  if (best != nullptr) {
+    std::vector<std::string> ps;
+    std::map<std::string, v1::ParamValue> sorted(best->params().begin(), best->params().end());
+    for (const auto& [k, v] : sorted) ps.push_back(absl::StrCat(k, "=", ValueText(v)));
+    absl::StrAppend(&out, "best ", sweep.objective_metric(), " ", NumberText(best->objective()),
+                    " (trial ", best->id(), ": ", absl::StrJoin(ps, " "), ")\n");
+  } else {
+    absl::StrAppend(&out, "best ", sweep.objective_metric(), " -\n");
+  }
+  if (!sweep.message().empty() && sweep.state() != v1::SWEEP_STATE_RUNNING) {
+    absl::StrAppend(&out, sweep.message(), "\n");
+  }
+  return out;
+}
+
+std::string SweepLine(const v1::Sweep& sweep) {
+  std::vector<std::string> parts;
+  for (const auto& [state, n] : sweep.trial_counts()) parts.push_back(absl::StrCat(state, " ", n));
+  std::sort(parts.begin(), parts.end());
+  std::string best = sweep.best_trial_id() != 0
+                         ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
+                         : "-";
+  return absl::StrFormat("%-5d %-24s %-12s %-40s %s", sweep.id(), sweep.name().substr(0, 24),
+                         StateName(sweep.state()), absl::StrJoin(parts, ", "), best);
+}
+
+std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
+  std::vector<std::string> params = ParamNames(trials);
+  std::vector<std::string> metrics = MetricNames(trials);
+  std::vector<std::string> header = {"trial_id", "sweep_id", "number", "state"};
+  for (const auto& p : params) header.push_back("param." + p);
+  for (const auto& m : metrics) header.push_back("metric." + m);
+  for (const char* c : {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus",
+                        "started_at", "ended_at", "runtime_s", "message"}) {
+    header.push_back(c);
+  }
+  std::string out = absl::StrJoin(header, ",") + "\n";
+  for (const auto& t : trials) {
+    std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.sweep_id()),
+                                    std::to_string(t.number()), StateName(t.state())};
+    for (const auto& p : params) {
+      auto it = t.params().find(p);
+      row.push_back(it == t.params().end() ? "" : CsvField(ValueText(it->second)));
+    }
+    for (const auto& m : metrics) {
+      auto it = t.last_metrics().find(m);
+      row.push_back(it == t.last_metrics().end() ? "" : absl::StrFormat("%.17g", it->second));
+    }
+    row.push_back(t.has_objective() ? absl::StrFormat("%.17g", t.objective()) : "");
+    row.push_back(std::to_string(t.step()));
+    row.push_back(std::to_string(t.report_count()));
+    row.push_back(t.has_ended_at() ? std::to_string(t.exit_code()) : "");
+    row.push_back(std::to_string(t.attempt()));
+    row.push_back(CsvField(t.backend_id()));
+    row.push_back(CsvField(t.gpus()));
+    row.push_back(TimeText(t.started_at()));
+    row.push_back(TimeText(t.ended_at()));
+    row.push_back(absl::StrFormat("%.3f", RuntimeSeconds(t)));
+    row.push_back(CsvField(t.message()));
+    out += absl::StrJoin(row, ",") + "\n";
+  }
+  return out;
+}
+
+std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : trials) {
+    nlohmann::json j;
+    j["trial_id"] = t.id();
+    j["sweep_id"] = t.sweep_id();
+    j["number"] = t.number();
+    j["state"] = StateName(t.state());
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [k, v] : t.params()) {
+      switch (v.kind_case()) {
+        case v1::ParamValue::kFloatValue: params[k] = v.float_value(); break;
+        case v1::ParamValue::kIntValue: params[k] = v.int_value(); break;
+        case v1::ParamValue::kStringValue: params[k] = v.string_value(); break;
+        case v1::ParamValue::kBoolValue: params[k] = v.bool_value(); break;
+        default: break;
+      }
+    }
+    j["params"] = params;
+    j["metrics"] = std::map<std::string, double>(t.last_metrics().begin(), t.last_metrics().end());
+    j["objective"] = t.has_objective() ? nlohmann::json(t.objective()) : nlohmann::json(nullptr);
+    j["step"] = t.step();
+    j["report_count"] = t.report_count();
+    j["exit_code"] = t.has_ended_at() ? nlohmann::json(t.exit_code()) : nlohmann::json(nullptr);
+    j["attempt"] = t.attempt();
+    j["retry_of"] = t.retry_of();
+    j["backend_id"] = t.backend_id();
+    j["gpus"] = t.gpus();
+    j["trial_dir"] = t.trial_dir();
+    j["started_at"] = TimeText(t.started_at());
+    j["ended_at"] = TimeText(t.ended_at());
+    j["runtime_s"] = RuntimeSeconds(t);
+    j["message"] = t.message();
+    arr.push_back(std::move(j));
+  }
+  nlohmann::json root;
+  root["sweep"] = {{"id", sweep.id()}, {"name", sweep.name()}, {"state", StateName(sweep.state())},
+                   {"objective_metric", sweep.objective_metric()},
+                   {"direction", sweep.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"},
+                   {"best_trial_id", sweep.best_trial_id()}};
+  root["trials"] = std::move(arr);
+  return root.dump(2) + "\n";
+}
+
+}  // namespace hpo::client

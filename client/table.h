@@ -1,0 +1,33 @@
+#pragma once
+// Text rendering of sweeps and trials for the CLI: trial tables (fit to a width and height),
+// the watch header, CSV/JSON export rows.
+
+#include <string>
+#include <vector>
+
+#include "hpo/v1/hpo.pb.h"
+
+namespace hpo::client {
+
+std::string StateName(v1::TrialState s);   // "RUNNING"
+std::string StateName(v1::SweepState s);   // "COMPLETED"
+std::string ValueText(const v1::ParamValue& v);
+std::string NumberText(double v);          // 6 significant digits
+// Seconds the trial ran (until now when still running); 0 before it started.
+double RuntimeSeconds(const v1::Trial& t);
+
+struct TableOptions {
+  int max_width = 0;   // 0: no limit; wider tables drop parameter columns from the right
+  int max_rows = 0;    // 0: no limit; says how many rows are hidden
+};
+// One row per trial: id, number, state, params..., step, objective metric, other metrics, runtime.
+std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials,
+                       const TableOptions& options);
+// "sweep 3 'quickstart' RUNNING  12.3s | RUNNING 4  COMPLETED 10 | best val_acc 0.93 (trial 7)"
+std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials);
+std::string SweepLine(const v1::Sweep& sweep);  // one line for `hpo ls`
+
+std::string TrialsCsv(const std::vector<v1::Trial>& trials);
+std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials);
+
+}  // namespace hpo::client

@@ -1,0 +1,10 @@
+#include "common/clock.h"
+
+namespace hpo {
+
+SystemClock& SystemClock::Get() {
+  static SystemClock clock;
+  return clock;
+}
+
+}  // namespace hpo

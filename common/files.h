@@ -1,0 +1,28 @@
+#pragma once
+// File helpers that report failures as Status with the path in the message.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace hpo {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes to path.tmp, fsyncs, renames over path. `mode` applies to the new file.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
+
+// Creates the directory and its parents with `mode` for the ones it creates.
+absl::Status MakeDirs(const std::string& path, int mode = 0755);
+
+// The last `max_bytes` of a file; `truncated` says whether the file is longer.
+absl::StatusOr<std::string> TailFile(const std::string& path, int64_t max_bytes, bool* truncated);
+
+// Directory of `path` ("." when it has none).
+std::string DirName(const std::string& path);
+
+// Absolute form of `path` relative to `base` (or to the current directory when base is empty).
+std::string AbsolutePath(const std::string& path, const std::string& base = "");
+
+}  // namespace hpo

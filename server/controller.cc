@@ -1,0 +1,896 @@
+#include "absl/strings/string_view.h"
+#include "server/controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "common/token.h"
+#include "server/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::server {
+namespace {
+
+bool IsFinal(v1::TrialState s) {
+  return s == v1::TRIAL_STATE_COMPLETED || s == v1::TRIAL_STATE_STOPPED ||
+         s == v1::TRIAL_STATE_FAILED || s == v1::TRIAL_STATE_CANCELED || s == v1::TRIAL_STATE_LOST;
+}
+
+bool IsFinalSweep(v1::SweepState s) {
+  return s != v1::SWEEP_STATE_RUNNING && s != v1::SWEEP_STATE_PAUSED &&
+         s != v1::SWEEP_STATE_UNSPECIFIED;
+}
+
+bool ValidMetricName(absl::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+constexpr int kMaxMetricsPerReport = 64;
+constexpr int64_t kMaxStep = int64_t{1} << 53;
+
+}  // namespace
+
+std::string TrialStateName(v1::TrialState s) {
+  std::string n = v1::TrialState_Name(s);
+  return n.size() > 12 ? n.substr(12) : n;  // strip "TRIAL_STATE_"
+}
+
+std::string SweepStateName(v1::SweepState s) {
+  std::string n = v1::SweepState_Name(s);
+  return n.size() > 12 ? n.substr(12) : n;  // strip "SWEEP_STATE_"
+}
+
+bool Controller::SweepRt::Final() const { return IsFinalSweep(rec.state); }
+
+Controller::Controller(Options options, Store& store, backend::Backend& backend, const Clock& clock)
+    : options_(std::move(options)), store_(store), backend_(backend), clock_(clock) {
+  last_progress_flush_ = clock_.Now();
+  next_tick_ = clock_.Now();
+}
+
+Controller::~Controller() { Shutdown(); }
+
+// ---------------------------------------------------------------------------------------------
+// Batches
+
+void Controller::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Controller::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Trials cannot outlive this daemon yet: end them and record why, so the next start retries
+  // them instead of guessing.
+  std::vector<Work> last;
+  last.push_back([this]() -> Done {
+    for (auto& [id, sweep] : sweeps_) {
+      for (auto& t : sweep->trials) {
+        if (IsFinal(t->rec.state)) continue;
+        backend_.Reclaim(t->rec.id, t->rec.backend_id);
+        t->rec.infra_failure = true;
+        EndTrial(*sweep, *t, v1::TRIAL_STATE_LOST, "hpod stopped while the trial ran");
+      }
+    }
+    return nullptr;
+  });
+  RunBatch(last, false);
+}
+
+void Controller::Post(Work work) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+}
+
+void Controller::RunOnce() {
+  std::vector<Work> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(queue_);
+  }
+  RunBatch(batch, true);
+}
+
+void Controller::Loop() {
+  std::vector<Work> batch;
+  while (true) {
+    bool tick = false;
+    {
+      std::unique_lock lock(mu_);
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(std::max<int64_t>(
+                          0, absl::ToInt64Microseconds(next_tick_ - clock_.Now())));
+      cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
+      if (stopping_) break;
+      batch.swap(queue_);
+    }
+    if (clock_.Now() >= next_tick_) {
+      tick = true;
+      next_tick_ = clock_.Now() + options_.tick;
+    }
+    RunBatch(batch, tick);
+    batch.clear();
+  }
+}
+
+void Controller::RunBatch(std::vector<Work>& batch, bool tick) {
+  absl::Status begin = store_.Begin();
+  if (!begin.ok()) spdlog::error("store: {}", begin.ToString());
+  std::vector<Done> dones;
+  dones.reserve(batch.size());
+  for (Work& work : batch) {
+    if (Done done = work()) dones.push_back(std::move(done));
+  }
+  if (tick) Tick();
+  absl::Status commit = begin.ok() ? store_.Commit() : begin;
+  if (!commit.ok()) {
+    spdlog::error("store commit failed; the batch's changes are not durable: {}", commit.ToString());
+    unpublished_.clear();
+  }
+  for (auto& [sweep_id, event] : unpublished_) {
+    committed_seq_ = std::max(committed_seq_, event.seq());
+    SweepRt* sweep = FindSweep(sweep_id);
+    if (sweep == nullptr) continue;
+    bool ends = event.kind() == v1::EVENT_KIND_SWEEP_STATE && IsFinalSweep(event.sweep().state());
+    auto& sinks = sweep->sinks;
+    for (auto& sink : sinks) {
+      if (!sink->Gone()) sink->Push(event);
+    }
+    if (ends) {
+      for (auto& sink : sinks) sink->Close(absl::OkStatus());
+      sinks.clear();
+    } else {
+      sinks.erase(std::remove_if(sinks.begin(), sinks.end(), [](auto& s) { return s->Gone(); }),
+                  sinks.end());
+    }
+  }
+  unpublished_.clear();
+  for (Done& done : dones) done(commit);
+}
+
+void Controller::Tick() {
+  for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
+  for (auto& [id, sweep] : sweeps_) {
+    if (!sweep->Final()) Schedule(*sweep);
+  }
+  if (clock_.Now() - last_progress_flush_ >= options_.progress_interval) FlushProgress();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store and events
+
+void Controller::Emit(SweepRt& sweep, v1::EventKind kind, const TrialRt* trial) {
+  v1::Event event;
+  event.set_kind(kind);
+  *event.mutable_time() = ToProto(clock_.Now());
+  event.set_sweep_id(sweep.rec.id);
+  if (trial != nullptr) *event.mutable_trial() = TrialProto(*trial);
+  else *event.mutable_sweep() = SweepProto(sweep, false);
+  EventRecord rec;
+  rec.sweep_id = sweep.rec.id;
+  rec.trial_id = trial != nullptr ? trial->rec.id : 0;
+  rec.payload = event.SerializeAsString();
+  absl::StatusOr<int64_t> seq = store_.InsertEvent(rec);
+  if (!seq.ok()) {
+    spdlog::error("sweep {}: cannot store an event: {}", sweep.rec.id, seq.status().ToString());
+    return;
+  }
+  event.set_seq(*seq);
+  unpublished_.emplace_back(sweep.rec.id, std::move(event));
+}
+
+void Controller::SaveTrial(SweepRt& sweep, TrialRt& trial, v1::EventKind kind) {
+  if (absl::Status s = store_.UpdateTrial(trial.rec); !s.ok()) {
+    spdlog::error("trial {}: {}", trial.rec.id, s.ToString());
+  }
+  trial.progress_dirty = false;
+  Emit(sweep, kind, &trial);
+}
+
+void Controller::SaveSweep(SweepRt& sweep) {
+  if (absl::Status s = store_.UpdateSweep(sweep.rec); !s.ok()) {
+    spdlog::error("sweep {}: {}", sweep.rec.id, s.ToString());
+  }
+  Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
+}
+
+void Controller::FlushProgress() {
+  last_progress_flush_ = clock_.Now();
+  for (auto& [id, sweep] : sweeps_) {
+    if (sweep->Final()) continue;
+    for (auto& t : sweep->trials) {
+      if (t->progress_dirty) SaveTrial(*sweep, *t, v1::EVENT_KIND_TRIAL_PROGRESS);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery
+
+absl::StatusOr<std::unique_ptr<Controller::SweepRt>> Controller::BuildSweep(SweepRecord rec) const {
+  auto sweep = std::make_unique<SweepRt>();
+  ParseResult parsed = ParseSweepSpec(rec.spec_yaml, rec.source, rec.base_dir);
+  if (!parsed.spec) {
+    return absl::InvalidArgumentError(absl::StrCat("the sweep's spec no longer validates: ",
+                                                   parsed.errors.front()));
+  }
+  sweep->spec = std::move(*parsed.spec);
+  auto sampler = algorithms::MakeSampler(sweep->spec.algorithm, sweep->spec.space);
+  if (!sampler.ok()) return sampler.status();
+  auto stopper = algorithms::MakeStopper(sweep->spec.early_stopping);
+  if (!stopper.ok()) return stopper.status();
+  sweep->sampler = std::move(*sampler);
+  sweep->stopper = std::move(*stopper);
+  sweep->limit = sweep->spec.TrialLimit(*sweep->sampler);
+  sweep->rec = std::move(rec);
+  return sweep;
+}
+
+absl::Status Controller::Recover() {
+  ASSIGN_OR_RETURN(std::vector<SweepRecord> records, store_.LoadSweeps());
+  RETURN_IF_ERROR(store_.Begin());
+  int lost = 0;
+  for (SweepRecord& rec : records) {
+    int64_t id = rec.id;
+    auto built = BuildSweep(rec);
+    std::unique_ptr<SweepRt> sweep;
+    if (built.ok()) {
+      sweep = std::move(*built);
+    } else {
+      sweep = std::make_unique<SweepRt>();
+      sweep->rec = rec;
+      if (!IsFinalSweep(rec.state)) {
+        sweep->rec.state = v1::SWEEP_STATE_FAILED;
+        sweep->rec.message = std::string(built.status().message());
+        sweep->rec.ended_at = clock_.Now();
+        RETURN_IF_ERROR(store_.UpdateSweep(sweep->rec));
+      }
+    }
+    absl::StatusOr<std::vector<TrialRecord>> trials = store_.LoadTrials(id);
+    if (!trials.ok()) {
+      store_.Rollback();
+      return trials.status();
+    }
+    SweepRt& s = *sweep;
+    for (TrialRecord& t : *trials) {
+      auto rt = std::make_unique<TrialRt>();
+      rt->rec = std::move(t);
+      if (rt->rec.retry_of == 0) ++s.sampled;
+      if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
+      trials_by_id_[rt->rec.id] = {&s, rt.get()};
+      s.trials.push_back(std::move(rt));
+    }
+    sweeps_[id] = std::move(sweep);
+    for (auto& t : s.trials) {
+      if (IsFinal(t->rec.state)) {
+        UpdateBest(s, *t);
+        continue;
+      }
+      // The trial ran when the daemon stopped. Its reports are all in the store; its row may
+      // lag behind by one progress interval: rebuild the row from them.
+      ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(t->rec.id));
+      t->rec.report_count = static_cast<int64_t>(reports.size());
+      for (const ReportRecord& r : reports) {
+        t->rec.step = r.step;
+        for (const auto& [k, v] : r.metrics) t->rec.last_metrics[k] = v;
+        auto it = r.metrics.find(s.spec.objective.metric);
+        if (it != r.metrics.end()) {
+          bool better = !t->rec.objective || IsBetter(it->second, *t->rec.objective, s.spec.objective.direction);
+          if (!s.spec.objective.use_best || better) t->rec.objective = it->second;
+        }
+      }
+      backend_.Reclaim(t->rec.id, t->rec.backend_id);
+      ++s.active;  // EndTrial takes it back
+      t->rec.infra_failure = true;
+      EndTrial(s, *t, v1::TRIAL_STATE_LOST, "hpod restarted while the trial ran");
+      ++lost;
+    }
+  }
+  absl::Status commit = store_.Commit();
+  if (!commit.ok()) return commit;
+  for (auto& [sweep_id, event] : unpublished_) committed_seq_ = std::max(committed_seq_, event.seq());
+  unpublished_.clear();
+  spdlog::info("recovered {} sweep(s); {} trial(s) that were running are LOST and retried per policy",
+               sweeps_.size(), lost);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling
+
+void Controller::Schedule(SweepRt& sweep) {
+  if (sweep.rec.ending != v1::SWEEP_STATE_UNSPECIFIED) {
+    if (sweep.active == 0) FinishSweep(sweep, sweep.rec.ending, sweep.rec.message);
+    return;
+  }
+  const SweepSpec& spec = sweep.spec;
+  if (spec.budget.wall_time && clock_.Now() - sweep.rec.created_at >= *spec.budget.wall_time) {
+    BeginEnding(sweep, v1::SWEEP_STATE_TIMED_OUT,
+                absl::StrCat("budget.wall_time (", absl::FormatDuration(*spec.budget.wall_time),
+                             ") ran out"));
+    return;
+  }
+  if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
+  // Trials already created go first, in order.
+  while (!sweep.pending.empty()) {
+    TrialRt& t = *sweep.trials[static_cast<size_t>(sweep.pending.front())];
+    if (!backend_.CanLaunch(spec.resources)) return;
+    sweep.pending.pop_front();
+    LaunchPending(sweep, t);
+  }
+  while (sweep.active < spec.budget.max_concurrent && backend_.CanLaunch(spec.resources)) {
+    if (!CreateTrial(sweep)) break;
+  }
+  bool more = !sweep.retries.empty() ||
+              (!sweep.exhausted && (sweep.limit == 0 || sweep.sampled < sweep.limit));
+  if (!more && sweep.active == 0) {
+    int64_t done = static_cast<int64_t>(sweep.trials.size());
+    FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED, absl::StrCat("all ", done, " trial(s) ended"));
+  }
+}
+
+bool Controller::CreateTrial(SweepRt& sweep) {
+  auto rt = std::make_unique<TrialRt>();
+  TrialRecord& rec = rt->rec;
+  if (!sweep.retries.empty()) {
+    const TrialRt& original = *sweep.trials[static_cast<size_t>(sweep.retries.front())];
+    sweep.retries.pop_front();
+    rec.params = original.rec.params;
+    rec.attempt = original.rec.attempt + 1;
+    rec.retry_of = original.rec.id;
+  } else {
+    if (sweep.exhausted || (sweep.limit > 0 && sweep.sampled >= sweep.limit)) return false;
+    std::vector<algorithms::HistoryEntry> history;
+    history.reserve(sweep.trials.size());
+    for (const auto& t : sweep.trials) {
+      history.push_back({t->rec.number, t->rec.params, IsFinal(t->rec.state), t->rec.objective});
+    }
+    algorithms::SuggestRequest req;
+    req.space = &sweep.spec.space;
+    req.history = &history;
+    req.trial_number = sweep.sampled;
+    req.seed = sweep.spec.seed;
+    req.direction = sweep.spec.objective.direction;
+    absl::StatusOr<std::optional<algorithms::Params>> params = sweep.sampler->Suggest(req);
+    if (!params.ok()) {
+      BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
+                  absl::StrCat("the sampler failed: ", params.status().message()));
+      return false;
+    }
+    if (!params->has_value()) {
+      sweep.exhausted = true;
+      return false;
+    }
+    rec.params = std::move(**params);
+    ++sweep.sampled;
+  }
+  rec.sweep_id = sweep.rec.id;
+  rec.number = static_cast<int64_t>(sweep.trials.size());
+  rec.state = v1::TRIAL_STATE_PENDING;
+  rec.token = NewToken();
+  rec.created_at = clock_.Now();
+  rec.trial_dir = options_.data_dir.trial_dir(sweep.rec.id, rec.number);
+  absl::StatusOr<int64_t> id = store_.InsertTrial(rec);
+  if (!id.ok()) {
+    spdlog::error("sweep {}: cannot store a new trial: {}", sweep.rec.id, id.status().ToString());
+    return false;
+  }
+  rec.id = *id;
+  TrialRt& trial = *rt;
+  trials_by_id_[rec.id] = {&sweep, rt.get()};
+  sweep.trials.push_back(std::move(rt));
+  ++sweep.active;
+  Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
+  if (backend_.CanLaunch(sweep.spec.resources)) {
+    LaunchPending(sweep, trial);
+  } else {
+    sweep.pending.push_back(trial.rec.number);
+  }
+  return true;
+}
+
+bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
+  TrialRecord& rec = trial.rec;
+  const SweepSpec& spec = sweep.spec;
+  backend::LaunchSpec launch;
+  launch.trial_id = rec.id;
+  launch.sweep_id = sweep.rec.id;
+  launch.argv = spec.RenderCommand(rec.params, rec.id, rec.number, sweep.rec.id, rec.trial_dir);
+  launch.workdir = spec.workdir;
+  launch.trial_dir = rec.trial_dir;
+  launch.resources = spec.resources;
+  launch.env = spec.env;
+  launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
+  launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
+  launch.env["HPO_TRIAL_ID"] = std::to_string(rec.id);
+  launch.env["HPO_TRIAL_NUMBER"] = std::to_string(rec.number);
+  launch.env["HPO_TRIAL_TOKEN"] = rec.token;
+  launch.env["HPO_TRIAL_DIR"] = rec.trial_dir;
+  launch.env["HPO_OBJECTIVE_METRIC"] = spec.objective.metric;
+  launch.env["HPO_FOM_REGEX"] = spec.fom_regex;
+  if (!options_.hpo_bin_dir.empty()) {
+    const char* path = std::getenv("PATH");
+    launch.env["PATH"] = options_.hpo_bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin");
+  }
+  absl::Status s = MakeDirs(rec.trial_dir, 0755);
+  if (s.ok()) s = WriteFileAtomic(rec.trial_dir + "/params.json", ParamsToJsonText(rec.params) + "\n");
+  if (s.ok()) s = backend_.Launch(launch);
+  if (!s.ok()) {
+    bool infra = absl::IsUnavailable(s) || absl::IsResourceExhausted(s);
+    rec.infra_failure = infra;
+    EndTrial(sweep, trial, infra ? v1::TRIAL_STATE_LOST : v1::TRIAL_STATE_FAILED,
+             absl::StrCat("could not launch: ", s.message()));
+    return false;
+  }
+  rec.state = v1::TRIAL_STATE_LAUNCHING;
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  return true;
+}
+
+void Controller::HandleBackendEvent(const backend::BackendEvent& e) {
+  auto [sweep, trial] = FindTrial(e.trial_id);
+  if (trial == nullptr || IsFinal(trial->rec.state)) return;
+  TrialRecord& rec = trial->rec;
+  switch (e.kind) {
+    case backend::BackendEvent::Kind::kStarted:
+      rec.state = v1::TRIAL_STATE_RUNNING;
+      rec.started_at = e.time;
+      rec.backend_id = e.backend_id;
+      rec.gpus = e.gpus;
+      SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_STATE);
+      break;
+    case backend::BackendEvent::Kind::kExited: {
+      rec.exit_code = e.exit_code;
+      rec.term_signal = e.term_signal;
+      if (trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED) {
+        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+      } else if (e.exit_code == 0) {
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_COMPLETED, "exited 0");
+      } else {
+        std::string why = !e.message.empty() ? e.message : absl::StrCat("exited with code ", e.exit_code);
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_FAILED, why);
+      }
+      break;
+    }
+    case backend::BackendEvent::Kind::kLost:
+      if (trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED) {
+        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+      } else {
+        rec.infra_failure = true;
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_LOST, e.message);
+      }
+      break;
+  }
+}
+
+void Controller::EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state,
+                          std::string message) {
+  TrialRecord& rec = trial.rec;
+  rec.state = state;
+  rec.message = std::move(message);
+  rec.ended_at = clock_.Now();
+  --sweep.active;
+  sweep.pending.erase(std::remove(sweep.pending.begin(), sweep.pending.end(), rec.number),
+                      sweep.pending.end());
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  UpdateBest(sweep, trial);
+  if (state == v1::TRIAL_STATE_LOST && rec.attempt <= sweep.spec.max_retries &&
+      sweep.rec.ending == v1::SWEEP_STATE_UNSPECIFIED && !sweep.Final()) {
+    sweep.retries.push_back(rec.number);
+  }
+  if (state == v1::TRIAL_STATE_FAILED) {
+    ++sweep.failed;
+    int64_t max_failed = sweep.spec.budget.max_failed;
+    if (max_failed > 0 && sweep.failed >= max_failed && sweep.rec.ending == v1::SWEEP_STATE_UNSPECIFIED) {
+      BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
+                  absl::StrCat(sweep.failed, " trial(s) failed (budget.max_failed is ", max_failed,
+                               "); last: trial ", rec.id, " ", rec.message));
+    }
+  }
+}
+
+void Controller::UpdateBest(SweepRt& sweep, TrialRt& trial) {
+  const TrialRecord& rec = trial.rec;
+  if (!rec.objective ||
+      (rec.state != v1::TRIAL_STATE_COMPLETED && rec.state != v1::TRIAL_STATE_STOPPED)) {
+    return;
+  }
+  if (sweep.best < 0 ||
+      IsBetter(*rec.objective, *sweep.trials[static_cast<size_t>(sweep.best)]->rec.objective,
+               sweep.spec.objective.direction)) {
+    sweep.best = rec.number;
+  }
+}
+
+void Controller::RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason) {
+  if (IsFinal(trial.rec.state) || trial.stop_state != v1::TRIAL_STATE_UNSPECIFIED) return;
+  trial.stop_state = state;
+  trial.stop_reason = reason;
+  auto [sweep, unused] = FindTrial(trial.rec.id);
+  if (trial.rec.state == v1::TRIAL_STATE_PENDING) {
+    EndTrial(*sweep, trial, state, reason);
+    return;
+  }
+  absl::Status s = backend_.Stop(trial.rec.id, sweep->spec.stop_grace);
+  if (!s.ok() && !absl::IsNotFound(s)) {
+    spdlog::warn("trial {}: stop: {}", trial.rec.id, s.ToString());
+  }
+}
+
+void Controller::BeginEnding(SweepRt& sweep, v1::SweepState state, const std::string& message) {
+  if (sweep.Final() || sweep.rec.ending != v1::SWEEP_STATE_UNSPECIFIED) return;
+  sweep.rec.ending = state;
+  sweep.rec.message = message;
+  sweep.retries.clear();
+  spdlog::info("sweep {}: ending ({}): {}", sweep.rec.id, SweepStateName(state), message);
+  v1::TrialState trial_state =
+      state == v1::SWEEP_STATE_CANCELED ? v1::TRIAL_STATE_CANCELED : v1::TRIAL_STATE_STOPPED;
+  std::string reason = state == v1::SWEEP_STATE_CANCELED ? "the sweep was canceled"
+                                                         : absl::StrCat("the sweep ended: ", message);
+  for (auto& t : sweep.trials) RequestStop(*t, trial_state, reason);
+  if (sweep.active == 0) FinishSweep(sweep, state, message);
+  else SaveSweep(sweep);
+}
+
+void Controller::FinishSweep(SweepRt& sweep, v1::SweepState state, const std::string& message) {
+  if (sweep.Final()) return;
+  for (auto& t : sweep.trials) {
+    if (t->progress_dirty) SaveTrial(sweep, *t, v1::EVENT_KIND_TRIAL_PROGRESS);
+  }
+  sweep.rec.state = state;
+  sweep.rec.ending = v1::SWEEP_STATE_UNSPECIFIED;
+  sweep.rec.message = message;
+  sweep.rec.ended_at = clock_.Now();
+  spdlog::info("sweep {} {}: {}", sweep.rec.id, SweepStateName(state), message);
+  SaveSweep(sweep);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& req) const {
+  v1::ValidateSweepResponse resp;
+  ParseResult parsed = ParseSweepSpec(req.spec_yaml(), req.source(), req.base_dir());
+  if (parsed.spec) {
+    absl::Status fits = backend_.CheckFits(parsed.spec->resources);
+    if (!fits.ok()) {
+      parsed.errors.push_back(absl::StrCat(parsed.spec->source, ": resources: ", fits.message()));
+    }
+  }
+  for (const std::string& e : parsed.errors) resp.add_errors(e);
+  resp.set_valid(parsed.errors.empty());
+  if (resp.valid()) {
+    auto sampler = algorithms::MakeSampler(parsed.spec->algorithm, parsed.spec->space);
+    resp.set_trial_count(parsed.spec->TrialLimit(**sampler));
+    resp.set_summary(parsed.spec->Summary(**sampler));
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req) {
+  v1::ValidateSweepRequest vreq;
+  vreq.set_spec_yaml(req.spec_yaml());
+  vreq.set_source(req.source());
+  vreq.set_base_dir(req.base_dir());
+  v1::ValidateSweepResponse v = Validate(vreq);
+  if (!v.valid()) {
+    std::string msg = "the sweep is invalid:";
+    for (const auto& e : v.errors()) absl::StrAppend(&msg, "\n  ", e);
+    return absl::InvalidArgumentError(msg);
+  }
+  SweepRecord rec;
+  rec.spec_yaml = req.spec_yaml();
+  rec.source = req.source().empty() ? "<spec>" : req.source();
+  rec.base_dir = AbsolutePath(req.base_dir().empty() ? "." : req.base_dir());
+  rec.state = v1::SWEEP_STATE_RUNNING;
+  rec.created_at = clock_.Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<SweepRt> sweep, BuildSweep(rec));
+  sweep->rec.name = !req.name().empty() ? req.name() : sweep->spec.name;
+  ASSIGN_OR_RETURN(sweep->rec.id, store_.InsertSweep(sweep->rec));
+  if (sweep->rec.name.empty()) {
+    sweep->rec.name = absl::StrCat("sweep-", sweep->rec.id);
+    RETURN_IF_ERROR(store_.UpdateSweep(sweep->rec));
+  }
+  SweepRt& s = *sweep;
+  sweeps_[s.rec.id] = std::move(sweep);
+  spdlog::info("sweep {} '{}' submitted from {}", s.rec.id, s.rec.name, s.rec.source);
+  Emit(s, v1::EVENT_KIND_SWEEP_STATE, nullptr);
+  Schedule(s);
+  return SweepProto(s, false);
+}
+
+absl::StatusOr<v1::Sweep> Controller::GetSweep(int64_t sweep_id) const {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  return SweepProto(*sweep, true);
+}
+
+std::vector<v1::Sweep> Controller::ListSweeps(bool active_only) const {
+  std::vector<v1::Sweep> out;
+  for (const auto& [id, sweep] : sweeps_) {
+    if (active_only && sweep->Final()) continue;
+    out.push_back(SweepProto(*sweep, false));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Sweep> Controller::Cancel(int64_t sweep_id) {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  if (sweep->Final()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep ", sweep_id, " already ended (", SweepStateName(sweep->rec.state), ")"));
+  }
+  sweep->rec.ending = v1::SWEEP_STATE_UNSPECIFIED;  // a cancel overrides any other ending
+  BeginEnding(*sweep, v1::SWEEP_STATE_CANCELED, "canceled by the user");
+  return SweepProto(*sweep, false);
+}
+
+absl::StatusOr<v1::Sweep> Controller::Pause(int64_t sweep_id) {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  if (sweep->rec.state != v1::SWEEP_STATE_RUNNING || sweep->rec.ending != v1::SWEEP_STATE_UNSPECIFIED) {
+    return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " is ",
+                                                      SweepStateName(sweep->rec.state),
+                                                      "; only a RUNNING sweep can be paused"));
+  }
+  sweep->rec.state = v1::SWEEP_STATE_PAUSED;
+  sweep->rec.message = "paused by the user";
+  SaveSweep(*sweep);
+  return SweepProto(*sweep, false);
+}
+
+absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  if (sweep->rec.state != v1::SWEEP_STATE_PAUSED) {
+    return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " is ",
+                                                      SweepStateName(sweep->rec.state),
+                                                      "; only a PAUSED sweep can be resumed"));
+  }
+  sweep->rec.state = v1::SWEEP_STATE_RUNNING;
+  sweep->rec.message = "resumed by the user";
+  SaveSweep(*sweep);
+  Schedule(*sweep);
+  return SweepProto(*sweep, false);
+}
+
+absl::StatusOr<std::vector<v1::Trial>> Controller::ListTrials(const v1::ListTrialsRequest& req) const {
+  SweepRt* sweep = FindSweep(req.sweep_id());
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", req.sweep_id()));
+  std::vector<const TrialRt*> picked;
+  for (const auto& t : sweep->trials) {
+    if (req.states_size() > 0 &&
+        std::find(req.states().begin(), req.states().end(), t->rec.state) == req.states().end()) {
+      continue;
+    }
+    picked.push_back(t.get());
+  }
+  auto dir = sweep->spec.objective.direction;
+  if (req.order() == v1::TRIAL_ORDER_OBJECTIVE) {
+    std::stable_sort(picked.begin(), picked.end(), [dir](const TrialRt* a, const TrialRt* b) {
+      if (a->rec.objective.has_value() != b->rec.objective.has_value()) return a->rec.objective.has_value();
+      return a->rec.objective && IsBetter(*a->rec.objective, *b->rec.objective, dir);
+    });
+  } else if (req.order() == v1::TRIAL_ORDER_RECENT) {
+    std::stable_sort(picked.begin(), picked.end(), [](const TrialRt* a, const TrialRt* b) {
+      absl::Time ta = a->rec.started_at.value_or(a->rec.created_at);
+      absl::Time tb = b->rec.started_at.value_or(b->rec.created_at);
+      return ta > tb;
+    });
+  }
+  std::vector<v1::Trial> out;
+  for (const TrialRt* t : picked) {
+    if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
+    out.push_back(TrialProto(*t));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::GetTrialResponse> Controller::GetTrial(const v1::GetTrialRequest& req) {
+  auto [sweep, trial] = FindTrial(req.trial_id());
+  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", req.trial_id()));
+  v1::GetTrialResponse resp;
+  *resp.mutable_trial() = TrialProto(*trial);
+  if (req.include_reports()) {
+    ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(trial->rec.id));
+    for (const ReportRecord& r : reports) {
+      v1::Report* out = resp.add_reports();
+      out->set_trial_id(r.trial_id);
+      out->set_step(r.step);
+      for (const auto& [k, v] : r.metrics) (*out->mutable_metrics())[k] = v;
+      *out->mutable_time() = ToProto(r.time);
+    }
+  }
+  return resp;
+}
+
+absl::StatusOr<std::string> Controller::TrialDir(int64_t trial_id) const {
+  auto [sweep, trial] = FindTrial(trial_id);
+  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  return trial->rec.trial_dir;
+}
+
+absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& req,
+                                                      absl::string_view token) {
+  auto [sweep, trial] = FindTrial(req.trial_id());
+  // An unknown trial and a wrong token look the same to the caller: nothing to probe.
+  if (trial == nullptr || !TokensEqual(token, trial->rec.token)) {
+    return absl::UnauthenticatedError(absl::StrCat("report for trial ", req.trial_id(),
+                                                   ": the token is not this trial's"));
+  }
+  TrialRecord& rec = trial->rec;
+  if (IsFinal(rec.state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "report for trial ", rec.id, ": the trial already ended (", TrialStateName(rec.state),
+        "); nothing stored"));
+  }
+  if (req.metrics().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("report for trial ", rec.id, " has no metrics"));
+  }
+  if (req.metrics_size() > kMaxMetricsPerReport) {
+    return absl::InvalidArgumentError(absl::StrCat("report for trial ", rec.id, " has ",
+                                                   req.metrics_size(), " metrics; at most ",
+                                                   kMaxMetricsPerReport));
+  }
+  for (const auto& [name, value] : req.metrics()) {
+    if (!ValidMetricName(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "report for trial ", rec.id, ": bad metric name '", name.substr(0, 64),
+          "' (letters, digits, _ . / -; starting with a letter or _; at most 128)"));
+    }
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat("report for trial ", rec.id, ": metric '",
+                                                     name, "' is ", value,
+                                                     "; only finite values are stored"));
+    }
+  }
+  int64_t step = req.has_step() ? req.step() : std::max<int64_t>(rec.step, 0) + 1;
+  if (step < 0 || step > kMaxStep) {
+    return absl::InvalidArgumentError(absl::StrCat("report for trial ", rec.id, ": step ", step,
+                                                   " is out of range [0, 2^53]"));
+  }
+  ReportRecord report;
+  report.trial_id = rec.id;
+  report.step = step;
+  report.metrics.insert(req.metrics().begin(), req.metrics().end());
+  report.time = clock_.Now();
+  RETURN_IF_ERROR(store_.InsertReport(report));
+
+  rec.step = step;
+  ++rec.report_count;
+  for (const auto& [k, v] : report.metrics) rec.last_metrics[k] = v;
+  trial->progress_dirty = true;
+  const Objective& objective = sweep->spec.objective;
+  v1::ReportResponse resp;
+  resp.set_step(step);
+  resp.set_action(v1::ReportResponse::ACTION_CONTINUE);
+  auto it = report.metrics.find(objective.metric);
+  if (it != report.metrics.end()) {
+    double value = it->second;
+    trial->curve.emplace_back(step, value);
+    if (!objective.use_best || !rec.objective || IsBetter(value, *rec.objective, objective.direction)) {
+      rec.objective = value;
+    }
+    if (objective.goal && !IsBetter(*objective.goal, value, objective.direction)) {
+      BeginEnding(*sweep, v1::SWEEP_STATE_GOAL_REACHED,
+                  absl::StrCat("trial ", rec.id, " reached the goal: ", objective.metric, " = ",
+                               value));
+      // The trial that reached the goal ends well, as a completed one.
+      if (trial->stop_state == v1::TRIAL_STATE_STOPPED) trial->stop_reason = "reached the sweep's goal";
+    } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED) {
+      std::vector<algorithms::Curve> curves;
+      std::vector<const algorithms::Curve*> others;
+      if (sweep->stopper->Name() != "none") {
+        curves.reserve(sweep->trials.size());
+        for (const auto& t : sweep->trials) {
+          if (t.get() != trial) curves.push_back({t->rec.number, t->curve, IsFinal(t->rec.state)});
+        }
+        for (const auto& c : curves) others.push_back(&c);
+      }
+      algorithms::Curve mine{rec.number, trial->curve, false};
+      algorithms::StopDecision d = sweep->stopper->Decide(mine, others, objective.direction);
+      if (d.decision == algorithms::Decision::kStop) RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason);
+    }
+  }
+  if (trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED) {
+    resp.set_action(v1::ReportResponse::ACTION_STOP);
+    resp.set_reason(trial->stop_reason);
+  }
+  return resp;
+}
+
+absl::Status Controller::Watch(int64_t sweep_id, int64_t since_seq, std::shared_ptr<EventSink> sink) {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  int64_t after = since_seq;
+  while (true) {
+    ASSIGN_OR_RETURN(std::vector<EventRecord> page, store_.LoadEvents(sweep_id, after, 1000));
+    for (const EventRecord& rec : page) {
+      if (rec.seq > committed_seq_) break;  // this batch's own: published after commit
+      v1::Event e;
+      if (!e.ParseFromString(rec.payload)) {
+        return absl::InternalError(absl::StrCat("event ", rec.seq, " of sweep ", sweep_id, " is corrupt"));
+      }
+      e.set_seq(rec.seq);
+      sink->Push(e);
+      after = rec.seq;
+    }
+    if (page.size() < 1000 || after >= committed_seq_) break;
+  }
+  if (sweep->Final()) {
+    sink->Close(absl::OkStatus());
+  } else {
+    sweep->sinks.push_back(std::move(sink));
+  }
+  return absl::OkStatus();
+}
+
+bool Controller::AllSweepsEnded() const {
+  for (const auto& [id, sweep] : sweeps_) {
+    if (!sweep->Final()) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+Controller::SweepRt* Controller::FindSweep(int64_t id) const {
+  auto it = sweeps_.find(id);
+  return it == sweeps_.end() ? nullptr : it->second.get();
+}
+
+std::pair<Controller::SweepRt*, Controller::TrialRt*> Controller::FindTrial(int64_t id) const {
+  auto it = trials_by_id_.find(id);
+  if (it == trials_by_id_.end()) return {nullptr, nullptr};
+  return it->second;
+}
+
+v1::Sweep Controller::SweepProto(const SweepRt& sweep, bool with_spec) const {
+  v1::Sweep out;
+  const SweepRecord& rec = sweep.rec;
+  out.set_id(rec.id);
+  out.set_name(rec.name);
+  out.set_state(rec.state);
+  out.set_message(rec.message);
+  *out.mutable_created_at() = ToProto(rec.created_at);
+  if (rec.ended_at) *out.mutable_ended_at() = ToProto(*rec.ended_at);
+  out.set_objective_metric(sweep.spec.objective.metric);
+  out.set_direction(sweep.spec.objective.direction == algorithms::Direction::kMinimize
+                        ? v1::DIRECTION_MINIMIZE
+                        : v1::DIRECTION_MAXIMIZE);
+  out.set_max_trials(sweep.limit);
+  out.set_max_concurrent(sweep.spec.budget.max_concurrent);
+  for (const auto& t : sweep.trials) (*out.mutable_trial_counts())[TrialStateName(t->rec.state)]++;
+  if (sweep.best >= 0) {
+    const TrialRecord& best = sweep.trials[static_cast<size_t>(sweep.best)]->rec;
+    out.set_best_trial_id(best.id);
+    out.set_best_objective(*best.objective);
+  }
+  if (with_spec) out.set_spec_yaml(rec.spec_yaml);
+  out.set_source(rec.source);
+  out.set_algorithm(sweep.spec.algorithm.name);
+  out.set_backend(backend_.Name());
+  return out;
+}
+
+v1::Trial Controller::TrialProto(const TrialRt& trial) const { return ToProto(trial.rec); }
+
+}  // namespace hpo::server

@@ -1,0 +1,166 @@
+#pragma once
+// Controller: the single writer. It owns every sweep's and trial's state, runs the samplers and
+// stoppers, drives the backend and writes the store.
+//
+// Threading: one thread (Start) runs batches: it takes all posted work, runs it inside one
+// store transaction, runs a scheduling tick when one is due, commits, publishes the batch's
+// events to watchers and only then completes the work's continuations (so an answered report is
+// durable). Post() is thread-safe; every other method must run on the controller's thread,
+// i.e. inside a posted function (or in RunOnce for tests in virtual time).
+//
+// Errors: operations return INVALID_ARGUMENT (bad spec or request), NOT_FOUND (unknown id),
+// FAILED_PRECONDITION (illegal transition, report after the trial ended), UNAUTHENTICATED
+// (wrong trial token), UNAVAILABLE (store refused a write).
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "absl/strings/string_view.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "hpo/v1/hpo.pb.h"
+#include "server/store.h"
+#include "server/sweep_spec.h"
+#include "slurm_backend/backend.h"
+
+namespace hpo::server {
+
+// Receives one sweep's events (the gRPC watch stream). Called on the controller's thread;
+// implementations must not block.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void Push(const v1::Event& event) = 0;
+  // No more events: the sweep ended (OK) or the sink fell behind.
+  virtual void Close(const absl::Status& status) = 0;
+  // True once the client went away; the controller then forgets the sink.
+  virtual bool Gone() const = 0;
+};
+
+class Controller {
+ public:
+  struct Options {
+    DataDir data_dir{""};
+    std::string report_endpoint;  // HPO_ENDPOINT given to trials
+    std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
+    absl::Duration tick = absl::Milliseconds(50);
+    absl::Duration progress_interval = absl::Milliseconds(500);
+  };
+  // Runs after the batch it ran in has been committed, with the commit's status.
+  using Done = std::function<void(const absl::Status& commit)>;
+  using Work = std::function<Done()>;
+
+  Controller(Options options, Store& store, backend::Backend& backend, const Clock& clock);
+  ~Controller();
+
+  // Loads every sweep from the store. Trials that were running when the daemon last stopped are
+  // marked LOST (and retried per the sweep's max_retries). Call once, before Start/RunOnce.
+  absl::Status Recover();
+  void Start();
+  // Finishes the current batch and joins the thread. Running trials are killed and marked LOST
+  // ("hpod stopped"); their sweeps retry them when the daemon starts again.
+  void Shutdown();
+
+  // Before Start: the endpoint trials report to (known once the server listens).
+  void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }
+
+  // Thread-safe.
+  void Post(Work work);
+  // Tests in virtual time: runs the queued work and one tick on the calling thread.
+  void RunOnce();
+
+  // --- controller thread only ---
+  v1::ValidateSweepResponse Validate(const v1::ValidateSweepRequest& req) const;
+  absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
+  absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
+  std::vector<v1::Sweep> ListSweeps(bool active_only) const;
+  absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
+  absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
+  absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req) const;
+  absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
+  absl::StatusOr<std::string> TrialDir(int64_t trial_id) const;
+  absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req, absl::string_view token);
+  // Sends the sweep's committed events after since_seq, then live ones until the sweep ends.
+  absl::Status Watch(int64_t sweep_id, int64_t since_seq, std::shared_ptr<EventSink> sink);
+  // True when no sweep is RUNNING or PAUSED.
+  bool AllSweepsEnded() const;
+
+ private:
+  struct TrialRt {
+    TrialRecord rec;
+    bool progress_dirty = false;
+    v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;  // set once a stop was requested
+    std::string stop_reason;
+    std::vector<std::pair<int64_t, double>> curve;  // objective metric per step
+  };
+  struct SweepRt {
+    SweepRecord rec;
+    SweepSpec spec;
+    std::unique_ptr<algorithms::Sampler> sampler;
+    std::unique_ptr<algorithms::Stopper> stopper;
+    std::vector<std::unique_ptr<TrialRt>> trials;  // creation order; index == number
+    int64_t sampled = 0;         // trials proposed by the sampler (retries excluded)
+    int64_t limit = 0;           // SweepSpec::TrialLimit; 0: unbounded
+    bool exhausted = false;      // the sampler has nothing more
+    std::deque<int64_t> retries; // numbers of LOST trials to run again
+    std::deque<int64_t> pending; // numbers of PENDING trials, launch order
+    int64_t active = 0;          // trials PENDING, LAUNCHING or RUNNING
+    int64_t failed = 0;          // trials FAILED by their own fault
+    int64_t best = -1;           // number of the best finished trial
+    std::vector<std::shared_ptr<EventSink>> sinks;
+    bool Final() const;
+  };
+
+  void Loop();
+  void RunBatch(std::vector<Work>& batch, bool tick);
+  void Tick();
+  void HandleBackendEvent(const backend::BackendEvent& e);
+  void Schedule(SweepRt& sweep);
+  bool CreateTrial(SweepRt& sweep);
+  bool LaunchPending(SweepRt& sweep, TrialRt& trial);
+  void EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state, std::string message);
+  void RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason);
+  void BeginEnding(SweepRt& sweep, v1::SweepState state, const std::string& message);
+  void FinishSweep(SweepRt& sweep, v1::SweepState state, const std::string& message);
+  void FlushProgress();
+  void SaveTrial(SweepRt& sweep, TrialRt& trial, v1::EventKind kind);
+  void SaveSweep(SweepRt& sweep);
+  void Emit(SweepRt& sweep, v1::EventKind kind, const TrialRt* trial);
+  absl::StatusOr<std::unique_ptr<SweepRt>> BuildSweep(SweepRecord rec) const;
+  void UpdateBest(SweepRt& sweep, TrialRt& trial);
+
+  v1::Sweep SweepProto(const SweepRt& sweep, bool with_spec) const;
+  v1::Trial TrialProto(const TrialRt& trial) const;
+  SweepRt* FindSweep(int64_t id) const;
+  std::pair<SweepRt*, TrialRt*> FindTrial(int64_t id) const;
+
+  Options options_;
+  Store& store_;
+  backend::Backend& backend_;
+  const Clock& clock_;
+
+  std::map<int64_t, std::unique_ptr<SweepRt>> sweeps_;
+  std::unordered_map<int64_t, std::pair<SweepRt*, TrialRt*>> trials_by_id_;
+  std::vector<std::pair<int64_t, v1::Event>> unpublished_;  // (sweep, event) of this batch
+  int64_t committed_seq_ = 0;
+  absl::Time last_progress_flush_;
+  absl::Time next_tick_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Work> queue_;  // guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
+  std::thread thread_;
+};
+
+std::string TrialStateName(v1::TrialState s);  // "RUNNING"
+std::string SweepStateName(v1::SweepState s);  // "COMPLETED"
+
+}  // namespace hpo::server

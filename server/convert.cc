@@ -1,0 +1,61 @@
+#include "server/convert.h"
+
+#include "nlohmann/json.hpp"
+
+namespace hpo::server {
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  google::protobuf::Timestamp out;
+  int64_t nanos = absl::ToUnixNanos(t);
+  out.set_seconds(nanos / 1'000'000'000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1'000'000'000));
+  return out;
+}
+
+v1::ParamValue ToProto(const algorithms::ParamValue& v) {
+  v1::ParamValue out;
+  if (auto* i = std::get_if<int64_t>(&v)) out.set_int_value(*i);
+  else if (auto* d = std::get_if<double>(&v)) out.set_float_value(*d);
+  else if (auto* s = std::get_if<std::string>(&v)) out.set_string_value(*s);
+  else if (auto* b = std::get_if<bool>(&v)) out.set_bool_value(*b);
+  return out;
+}
+
+v1::Trial ToProto(const TrialRecord& rec) {
+  v1::Trial out;
+  out.set_id(rec.id);
+  out.set_sweep_id(rec.sweep_id);
+  out.set_number(rec.number);
+  out.set_state(rec.state);
+  for (const auto& [k, v] : rec.params) (*out.mutable_params())[k] = ToProto(v);
+  out.set_step(rec.step);
+  for (const auto& [k, v] : rec.last_metrics) (*out.mutable_last_metrics())[k] = v;
+  out.set_has_objective(rec.objective.has_value());
+  if (rec.objective) out.set_objective(*rec.objective);
+  *out.mutable_created_at() = ToProto(rec.created_at);
+  if (rec.started_at) *out.mutable_started_at() = ToProto(*rec.started_at);
+  if (rec.ended_at) *out.mutable_ended_at() = ToProto(*rec.ended_at);
+  out.set_exit_code(rec.exit_code);
+  out.set_term_signal(rec.term_signal);
+  out.set_message(rec.message);
+  out.set_backend_id(rec.backend_id);
+  out.set_trial_dir(rec.trial_dir);
+  out.set_attempt(rec.attempt);
+  out.set_retry_of(rec.retry_of);
+  out.set_report_count(rec.report_count);
+  out.set_gpus(rec.gpus);
+  return out;
+}
+
+std::string ParamsToJsonText(const algorithms::Params& params) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : params) std::visit([&](const auto& x) { j[k] = x; }, v);
+  return j.dump();
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+}  // namespace hpo::server

@@ -1,0 +1,276 @@
+#include "absl/strings/string_view.h"
+#include "server/hpo_service.h"
+
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/token.h"
+#include "server/convert.h"
+
+namespace hpo::server {
+namespace {
+
+constexpr size_t kMaxWatchBacklog = 200'000;  // events queued for one slow watcher
+
+// Streams events to one client. Owned by gRPC (deleted in OnDone); the controller reaches it
+// through a WatchSink that forgets it when the call is done.
+class WatchReactor;
+
+class WatchSink final : public EventSink {
+ public:
+  explicit WatchSink(WatchReactor* reactor) : reactor_(reactor) {}
+  void Push(const v1::Event& event) override;
+  void Close(const absl::Status& status) override;
+  bool Gone() const override {
+    std::lock_guard lock(mu_);
+    return reactor_ == nullptr;
+  }
+  void Detach() {
+    std::lock_guard lock(mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  WatchReactor* reactor_;
+};
+
+class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
+ public:
+  WatchReactor() : sink_(std::make_shared<WatchSink>(this)) {}
+  std::shared_ptr<WatchSink> sink() { return sink_; }
+
+  void Enqueue(const v1::Event& event) {
+    std::lock_guard lock(mu_);
+    if (end_) return;
+    if (queue_.size() >= kMaxWatchBacklog) {
+      end_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the watcher fell behind; resume from the last seq received");
+      queue_.clear();
+    } else {
+      queue_.push_back(event);
+    }
+    Next();
+  }
+  void End(const grpc::Status& status) {
+    std::lock_guard lock(mu_);
+    if (!end_) end_ = status;
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      queue_.clear();
+      if (!end_) end_ = grpc::Status(grpc::StatusCode::CANCELLED, "client went away");
+    }
+    Next();
+  }
+  void OnCancel() override {
+    std::lock_guard lock(mu_);
+    queue_.clear();
+    if (!end_) end_ = grpc::Status(grpc::StatusCode::CANCELLED, "canceled");
+    Next();
+  }
+  void OnDone() override {
+    sink_->Detach();
+    delete this;
+  }
+
+ private:
+  // Starts the next write, or finishes once the queue drained after End. Holds mu_.
+  void Next() {
+    if (writing_ || finished_) return;
+    if (!queue_.empty()) {
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+    } else if (end_) {
+      finished_ = true;
+      Finish(*end_);
+    }
+  }
+
+  std::recursive_mutex mu_;
+  std::deque<v1::Event> queue_;
+  v1::Event current_;
+  bool writing_ = false;
+  bool finished_ = false;
+  std::optional<grpc::Status> end_;
+  std::shared_ptr<WatchSink> sink_;
+};
+
+void WatchSink::Push(const v1::Event& event) {
+  std::lock_guard lock(mu_);
+  if (reactor_ != nullptr) reactor_->Enqueue(event);
+}
+
+void WatchSink::Close(const absl::Status& status) {
+  std::lock_guard lock(mu_);
+  if (reactor_ != nullptr) reactor_->End(ToGrpc(status));
+}
+
+}  // namespace
+
+std::string BearerToken(const grpc::ServerContextBase& ctx) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return "";
+  absl::string_view v(it->second.data(), it->second.size());
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (v.substr(0, kBearer.size()) != kBearer) return "";
+  return std::string(v.substr(kBearer.size()));
+}
+
+bool HpoServiceImpl::Authorized(grpc::CallbackServerContext* ctx,
+                                grpc::ServerUnaryReactor* reactor) const {
+  if (TokensEqual(BearerToken(*ctx), user_token_)) return true;
+  reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                               "missing or wrong token (the user token is in $HPO_DATA_DIR/token)"));
+  return false;
+}
+
+template <typename Fn>
+grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx, reactor)) return reactor;
+  controller_.Post([reactor, fn = std::move(fn)]() -> Controller::Done {
+    absl::Status s = fn();
+    return [reactor, s](const absl::Status& commit) {
+      reactor->Finish(ToGrpc(s.ok() ? commit : s));
+    };
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
+                                                        const v1::ValidateSweepRequest* req,
+                                                        v1::ValidateSweepResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    *resp = controller_.Validate(*req);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
+                                                      const v1::SubmitSweepRequest* req,
+                                                      v1::SubmitSweepResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    auto sweep = controller_.Submit(*req);
+    if (!sweep.ok()) return sweep.status();
+    *resp->mutable_sweep() = std::move(*sweep);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,
+                                                   const v1::GetSweepRequest* req,
+                                                   v1::GetSweepResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    auto sweep = controller_.GetSweep(req->sweep_id());
+    if (!sweep.ok()) return sweep.status();
+    *resp->mutable_sweep() = std::move(*sweep);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListSweepsRequest* req,
+                                                     v1::ListSweepsResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    for (auto& s : controller_.ListSweeps(req->active_only())) *resp->add_sweeps() = std::move(s);
+    return absl::OkStatus();
+  });
+}
+
+#define HPO_SWEEP_VERB(Rpc, Method)                                                          \
+  grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(grpc::CallbackServerContext* ctx,            \
+                                                const v1::Rpc##Request* req,                 \
+                                                v1::Rpc##Response* resp) {                   \
+    return Run(ctx, [this, req, resp] {                                                      \
+      auto sweep = controller_.Method(req->sweep_id());                                      \
+      if (!sweep.ok()) return sweep.status();                                                \
+      *resp->mutable_sweep() = std::move(*sweep);                                            \
+      return absl::OkStatus();                                                               \
+    });                                                                                      \
+  }
+HPO_SWEEP_VERB(CancelSweep, Cancel)
+HPO_SWEEP_VERB(PauseSweep, Pause)
+HPO_SWEEP_VERB(ResumeSweep, Resume)
+#undef HPO_SWEEP_VERB
+
+grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListTrialsRequest* req,
+                                                     v1::ListTrialsResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    auto trials = controller_.ListTrials(*req);
+    if (!trials.ok()) return trials.status();
+    for (auto& t : *trials) *resp->add_trials() = std::move(t);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* ctx,
+                                                   const v1::GetTrialRequest* req,
+                                                   v1::GetTrialResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    auto trial = controller_.GetTrial(*req);
+    if (!trial.ok()) return trial.status();
+    *resp = std::move(*trial);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerContext* ctx,
+                                                       const v1::TailTrialLogRequest* req,
+                                                       v1::TailTrialLogResponse* resp) {
+  return Run(ctx, [this, req, resp] {
+    auto dir = controller_.TrialDir(req->trial_id());
+    if (!dir.ok()) return dir.status();
+    int64_t max = req->max_bytes() <= 0 ? 64 * 1024 : std::min<int64_t>(req->max_bytes(), 4 << 20);
+    std::string path = *dir + (req->stream() == v1::TailTrialLogRequest::STREAM_STDERR ? "/stderr.log" : "/stdout.log");
+    bool truncated = false;
+    auto data = TailFile(path, max, &truncated);
+    resp->set_path(path);
+    if (absl::IsNotFound(data.status())) return absl::OkStatus();  // not started yet: empty
+    if (!data.ok()) return data.status();
+    resp->set_data(std::move(*data));
+    resp->set_truncated(truncated);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackServerContext* ctx,
+                                                                const v1::WatchSweepRequest* req) {
+  auto* reactor = new WatchReactor();
+  if (!TokensEqual(BearerToken(*ctx), user_token_)) {
+    reactor->End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong token"));
+    return reactor;
+  }
+  int64_t sweep_id = req->sweep_id(), since = req->since_seq();
+  std::shared_ptr<WatchSink> sink = reactor->sink();
+  controller_.Post([this, sweep_id, since, sink]() -> Controller::Done {
+    absl::Status s = controller_.Watch(sweep_id, since, sink);
+    if (!s.ok()) sink->Close(s);
+    return nullptr;
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext* ctx,
+                                                    const v1::ReportRequest* req,
+                                                    v1::ReportResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::string token = BearerToken(*ctx);
+  controller_.Post([this, reactor, req, resp, token = std::move(token)]() -> Controller::Done {
+    auto r = controller_.Report(*req, token);
+    absl::Status s = r.status();
+    if (r.ok()) *resp = std::move(*r);
+    return [reactor, s](const absl::Status& commit) { reactor->Finish(ToGrpc(s.ok() ? commit : s)); };
+  });
+  return reactor;
+}
+
+}  // namespace hpo::server

@@ -1,0 +1,78 @@
+#pragma once
+// The gRPC services of hpod over the callback API. Handlers check the caller's token, validate
+// what they can without state, then post the work to the controller and finish their reactor
+// when the controller's batch has committed. They never block on SQLite or the backend.
+//
+// Auth: HpoService calls need the user's token; ReportService calls the trial's own token,
+// both as "authorization: Bearer <token>" metadata.
+
+#include <string>
+
+#include "hpo/v1/hpo.grpc.pb.h"
+#include "server/controller.h"
+
+namespace hpo::server {
+
+class HpoServiceImpl final : public v1::HpoService::CallbackService {
+ public:
+  HpoServiceImpl(Controller& controller, std::string user_token)
+      : controller_(controller), user_token_(std::move(user_token)) {}
+
+  grpc::ServerUnaryReactor* ValidateSweep(grpc::CallbackServerContext* ctx,
+                                          const v1::ValidateSweepRequest* req,
+                                          v1::ValidateSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* SubmitSweep(grpc::CallbackServerContext* ctx,
+                                        const v1::SubmitSweepRequest* req,
+                                        v1::SubmitSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* ctx,
+                                     const v1::GetSweepRequest* req,
+                                     v1::GetSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* ctx,
+                                       const v1::ListSweepsRequest* req,
+                                       v1::ListSweepsResponse* resp) override;
+  grpc::ServerUnaryReactor* CancelSweep(grpc::CallbackServerContext* ctx,
+                                        const v1::CancelSweepRequest* req,
+                                        v1::CancelSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* PauseSweep(grpc::CallbackServerContext* ctx,
+                                       const v1::PauseSweepRequest* req,
+                                       v1::PauseSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* ResumeSweep(grpc::CallbackServerContext* ctx,
+                                        const v1::ResumeSweepRequest* req,
+                                        v1::ResumeSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* ListTrials(grpc::CallbackServerContext* ctx,
+                                       const v1::ListTrialsRequest* req,
+                                       v1::ListTrialsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetTrial(grpc::CallbackServerContext* ctx,
+                                     const v1::GetTrialRequest* req,
+                                     v1::GetTrialResponse* resp) override;
+  grpc::ServerUnaryReactor* TailTrialLog(grpc::CallbackServerContext* ctx,
+                                         const v1::TailTrialLogRequest* req,
+                                         v1::TailTrialLogResponse* resp) override;
+  grpc::ServerWriteReactor<v1::Event>* WatchSweep(grpc::CallbackServerContext* ctx,
+                                                  const v1::WatchSweepRequest* req) override;
+
+ private:
+  // Finishes `reactor` with UNAUTHENTICATED and returns false when the user token is wrong.
+  bool Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor) const;
+  // Posts `fn` (returning absl::Status, filling the response) and finishes after commit.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn);
+
+  Controller& controller_;
+  std::string user_token_;
+};
+
+class ReportServiceImpl final : public v1::ReportService::CallbackService {
+ public:
+  explicit ReportServiceImpl(Controller& controller) : controller_(controller) {}
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const v1::ReportRequest* req,
+                                   v1::ReportResponse* resp) override;
+
+ private:
+  Controller& controller_;
+};
+
+// The token in "authorization: Bearer <token>" metadata, or "".
+std::string BearerToken(const grpc::ServerContextBase& ctx);
+
+}  // namespace hpo::server

@@ -1,0 +1,151 @@
+// hpod: the hyperparameter optimization daemon. See docs/ and `hpod --help`.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "common/files.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/controller.h"
+#include "server/hpo_service.h"
+#include "server/sqlite_store.h"
+#include "slurm_backend/local_backend.h"
+#include "spdlog/sinks/basic_file_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+int Fail(const std::string& msg) {
+  spdlog::error("{}", msg);
+  std::fprintf(stderr, "hpod: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hpod: hyperparameter optimization daemon (local process backend)"};
+  std::string data_dir_flag;
+  std::string listen = "127.0.0.1:0";
+  int gpus = -1, cpus = 0, tick_ms = 50;
+  std::string log_file, log_level = "info";
+  bool no_durable = false;
+  app.add_option("--data-dir", data_dir_flag, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
+  app.add_option("--listen", listen,
+                 "TCP address for trials and remote clients (host:port; port 0 picks one; "
+                 "'none' for the Unix socket only)")->capture_default_str();
+  app.add_option("--gpus", gpus, "GPUs to hand out (default: as many as `nvidia-smi -L` lists)");
+  app.add_option("--cpus", cpus, "CPU slots to hand out (default: online CPUs)");
+  app.add_option("--tick-ms", tick_ms, "scheduling tick in milliseconds")->capture_default_str();
+  app.add_option("--log-file", log_file, "log to this file instead of stderr");
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_flag("--no-durable", no_durable,
+               "commit without fsync (faster; a power loss may lose the last moments)");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!log_file.empty()) {
+    spdlog::set_default_logger(spdlog::basic_logger_mt("hpod", log_file));
+    spdlog::flush_every(std::chrono::seconds(1));
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  hpo::DataDir data_dir = data_dir_flag.empty() ? hpo::DataDir::FromEnvironment()
+                                                : hpo::DataDir(hpo::AbsolutePath(data_dir_flag));
+  if (absl::Status s = data_dir.Create(); !s.ok()) return Fail(s.ToString());
+  if (data_dir.socket_path().size() >= 100) {
+    return Fail(absl::StrCat("the socket path ", data_dir.socket_path(),
+                             " is too long for a Unix socket (max ~100 bytes); use a shorter "
+                             "HPO_DATA_DIR"));
+  }
+  // One daemon per data directory.
+  std::string lock_path = data_dir.root() + "/hpod.lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return Fail(absl::StrCat("another hpod already runs for ", data_dir.root()));
+  }
+  auto token = data_dir.ReadOrCreateToken();
+  if (!token.ok()) return Fail(token.status().ToString());
+
+  hpo::server::SqliteStore::Options store_options;
+  store_options.durable = !no_durable;
+  auto store = hpo::server::SqliteStore::Open(data_dir.db_path(), store_options);
+  if (!store.ok()) return Fail(store.status().ToString());
+
+  // Signals are taken by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  hpo::backend::LocalBackend::Options backend_options;
+  backend_options.gpus = gpus;
+  backend_options.cpus = cpus;
+  hpo::backend::LocalBackend backend(backend_options, hpo::SystemClock::Get());
+
+  hpo::server::Controller::Options options;
+  options.data_dir = data_dir;
+  options.hpo_bin_dir = SelfDir();
+  options.tick = absl::Milliseconds(tick_ms);
+  hpo::server::Controller controller(options, **store, backend, hpo::SystemClock::Get());
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  hpo::server::HpoServiceImpl hpo_service(controller, *token);
+  hpo::server::ReportServiceImpl report_service(controller);
+  grpc::ServerBuilder builder;
+  ::unlink(data_dir.socket_path().c_str());
+  builder.AddListeningPort(data_dir.socket_target(), grpc::InsecureServerCredentials());
+  int tcp_port = 0;
+  if (listen != "none") builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &tcp_port);
+  builder.RegisterService(&hpo_service);
+  builder.RegisterService(&report_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || (listen != "none" && tcp_port == 0)) {
+    return Fail(absl::StrCat("cannot listen on ", data_dir.socket_path(), " and ", listen));
+  }
+  ::chmod(data_dir.socket_path().c_str(), 0600);
+  std::string endpoint = data_dir.socket_target();
+  if (tcp_port != 0) {
+    std::string host = listen.substr(0, listen.rfind(':'));
+    endpoint = absl::StrCat(host, ":", tcp_port);
+  }
+  controller.set_report_endpoint(endpoint);
+  if (absl::Status s = controller.Recover(); !s.ok()) return Fail(s.ToString());
+  controller.Start();
+  (void)hpo::WriteFileAtomic(data_dir.endpoint_path(), endpoint + "\n", 0600);
+  (void)hpo::WriteFileAtomic(data_dir.pid_path(), absl::StrCat(::getpid(), "\n"), 0600);
+  spdlog::info("hpod {} ready: {} and {}; {}; data in {}", "0.1.0", data_dir.socket_path(),
+               endpoint, backend.Describe(), data_dir.root());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  controller.Shutdown();
+  ::unlink(data_dir.socket_path().c_str());
+  ::unlink(data_dir.endpoint_path().c_str());
+  ::unlink(data_dir.pid_path().c_str());
+  spdlog::info("hpod stopped");
+  spdlog::shutdown();
+  return 0;
+}

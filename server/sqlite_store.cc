@@ -1,0 +1,435 @@
+#include "absl/strings/string_view.h"
+#include "server/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace hpo::server {
+namespace {
+
+using nlohmann::json;
+
+// Each entry moves the schema from version i to i + 1. Never edit a released entry: add one.
+const std::vector<const char*> kMigrations = {
+    // 0 -> 1: the first schema.
+    R"sql(
+    CREATE TABLE sweeps (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      name TEXT NOT NULL,
+      spec_yaml TEXT NOT NULL,
+      source TEXT NOT NULL,
+      base_dir TEXT NOT NULL,
+      state TEXT NOT NULL,
+      message TEXT NOT NULL DEFAULT '',
+      created_at REAL NOT NULL,
+      ended_at REAL,
+      ending TEXT NOT NULL DEFAULT ''
+    );
+    CREATE TABLE trials (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+      number INTEGER NOT NULL,
+      state TEXT NOT NULL,
+      params_json TEXT NOT NULL,
+      step INTEGER NOT NULL DEFAULT -1,
+      last_metrics_json TEXT NOT NULL DEFAULT '{}',
+      objective REAL,
+      created_at REAL NOT NULL,
+      started_at REAL,
+      ended_at REAL,
+      exit_code INTEGER NOT NULL DEFAULT 0,
+      term_signal INTEGER NOT NULL DEFAULT 0,
+      message TEXT NOT NULL DEFAULT '',
+      backend_id TEXT NOT NULL DEFAULT '',
+      trial_dir TEXT NOT NULL DEFAULT '',
+      attempt INTEGER NOT NULL DEFAULT 1,
+      retry_of INTEGER NOT NULL DEFAULT 0,
+      token TEXT NOT NULL,
+      report_count INTEGER NOT NULL DEFAULT 0,
+      gpus TEXT NOT NULL DEFAULT '',
+      infra_failure INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX trials_by_sweep ON trials(sweep_id, number);
+    CREATE TABLE reports (
+      trial_id INTEGER NOT NULL REFERENCES trials(id),
+      step INTEGER NOT NULL,
+      metric TEXT NOT NULL,
+      value REAL NOT NULL,
+      time REAL NOT NULL
+    );
+    CREATE INDEX reports_by_trial ON reports(trial_id, step);
+    CREATE TABLE events (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      sweep_id INTEGER NOT NULL,
+      trial_id INTEGER NOT NULL DEFAULT 0,
+      payload BLOB NOT NULL
+    );
+    CREATE INDEX events_by_sweep ON events(sweep_id, seq);
+    )sql",
+};
+
+double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
+absl::Time FromUnix(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
+
+json ParamsToJson(const algorithms::Params& params) {
+  json j = json::object();
+  for (const auto& [k, v] : params) {
+    std::visit([&](const auto& x) { j[k] = x; }, v);
+  }
+  return j;
+}
+
+algorithms::Params ParamsFromJson(const json& j) {
+  algorithms::Params out;
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_boolean()) out[k] = v.get<bool>();
+    else if (v.is_number_integer()) out[k] = v.get<int64_t>();
+    else if (v.is_number()) out[k] = v.get<double>();
+    else if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::string Text(sqlite3_stmt* st, int col) {
+  const unsigned char* p = sqlite3_column_text(st, col);
+  return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+}
+
+std::optional<double> OptReal(sqlite3_stmt* st, int col) {
+  if (sqlite3_column_type(st, col) == SQLITE_NULL) return std::nullopt;
+  return sqlite3_column_double(st, col);
+}
+
+void BindOptTime(sqlite3_stmt* st, int idx, const std::optional<absl::Time>& t) {
+  if (t) sqlite3_bind_double(st, idx, ToUnix(*t));
+  else sqlite3_bind_null(st, idx);
+}
+
+void BindText(sqlite3_stmt* st, int idx, const std::string& s) {
+  sqlite3_bind_text(st, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+}  // namespace
+
+int SqliteStore::CurrentSchemaVersion() { return static_cast<int>(kMigrations.size()); }
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               const Options& options) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open the store ", path, ": ", msg));
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(db, path));
+  sqlite3_busy_timeout(db, 5000);
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON"}) {
+    if (absl::Status s = store->Exec(pragma); !s.ok()) return s;
+  }
+  if (absl::Status s = store->Exec(options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  return store;
+}
+
+SqliteStore::~SqliteStore() {
+  for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
+  sqlite3_close(db_);
+}
+
+absl::Status SqliteStore::Error(absl::string_view op) const {
+  int code = sqlite3_errcode(db_);
+  std::string msg = absl::StrCat(op, " in ", path_, ": ", sqlite3_errmsg(db_));
+  int primary = code & 0xff;
+  if (primary == SQLITE_FULL || primary == SQLITE_READONLY || primary == SQLITE_IOERR ||
+      primary == SQLITE_BUSY || primary == SQLITE_LOCKED || primary == SQLITE_CANTOPEN) {
+    return absl::UnavailableError(msg);
+  }
+  return absl::InternalError(msg);
+}
+
+absl::Status SqliteStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    sqlite3_free(err);
+    return Error(absl::StrCat("'", absl::string_view(sql).substr(0, 40), "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Migrate() {
+  sqlite3_stmt* st = Prepare("PRAGMA user_version");
+  if (st == nullptr) return Error("reading the schema version");
+  int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_reset(st);
+  if (version > CurrentSchemaVersion()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path_, " has schema version ", version, " but this hpod knows up to ",
+        CurrentSchemaVersion(), ": it was written by a newer hpod; upgrade hpod"));
+  }
+  while (version < CurrentSchemaVersion()) {
+    if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    absl::Status s = Exec(kMigrations[static_cast<size_t>(version)]);
+    if (s.ok()) s = Exec(absl::StrCat("PRAGMA user_version=", version + 1).c_str());
+    if (!s.ok()) {
+      Rollback();
+      return absl::Status(s.code(), absl::StrCat("migrating to schema ", version + 1, ": ", s.message()));
+    }
+    if (absl::Status c = Exec("COMMIT"); !c.ok()) return c;
+    ++version;
+  }
+  schema_version_ = version;
+  return absl::OkStatus();
+}
+
+sqlite3_stmt* SqliteStore::Prepare(const char* sql) {
+  auto it = stmts_.find(sql);
+  if (it != stmts_.end()) {
+    sqlite3_reset(it->second);
+    sqlite3_clear_bindings(it->second);
+    return it->second;
+  }
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return nullptr;
+  stmts_[sql] = st;
+  return st;
+}
+
+absl::Status SqliteStore::Begin() { return Exec("BEGIN IMMEDIATE"); }
+absl::Status SqliteStore::Commit() {
+  absl::Status s = Exec("COMMIT");
+  if (!s.ok()) Rollback();
+  return s;
+}
+void SqliteStore::Rollback() {
+  if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+absl::StatusOr<int64_t> SqliteStore::InsertSweep(const SweepRecord& s) {
+  sqlite3_stmt* st = Prepare(
+      "INSERT INTO sweeps(name, spec_yaml, source, base_dir, state, message, created_at, ended_at) "
+      "VALUES(?,?,?,?,?,?,?,?)");
+  if (st == nullptr) return Error("preparing sweep insert");
+  BindText(st, 1, s.name);
+  BindText(st, 2, s.spec_yaml);
+  BindText(st, 3, s.source);
+  BindText(st, 4, s.base_dir);
+  BindText(st, 5, v1::SweepState_Name(s.state));
+  BindText(st, 6, s.message);
+  sqlite3_bind_double(st, 7, ToUnix(s.created_at));
+  BindOptTime(st, 8, s.ended_at);
+  if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::Status SqliteStore::UpdateSweep(const SweepRecord& s) {
+  sqlite3_stmt* st = Prepare("UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=? WHERE id=?");
+  if (st == nullptr) return Error("preparing sweep update");
+  BindText(st, 1, s.name);
+  BindText(st, 2, v1::SweepState_Name(s.state));
+  BindText(st, 3, s.message);
+  BindOptTime(st, 4, s.ended_at);
+  BindText(st, 5, s.ending == v1::SWEEP_STATE_UNSPECIFIED ? "" : v1::SweepState_Name(s.ending));
+  sqlite3_bind_int64(st, 6, s.id);
+  if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating sweep ", s.id));
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("sweep ", s.id, " not in the store"));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
+  sqlite3_bind_int64(st, 1, t.sweep_id);
+  sqlite3_bind_int64(st, 2, t.number);
+  BindText(st, 3, v1::TrialState_Name(t.state));
+  BindText(st, 4, ParamsToJson(t.params).dump());
+  sqlite3_bind_int64(st, 5, t.step);
+  BindText(st, 6, json(t.last_metrics).dump());
+  if (t.objective) sqlite3_bind_double(st, 7, *t.objective);
+  else sqlite3_bind_null(st, 7);
+  sqlite3_bind_double(st, 8, ToUnix(t.created_at));
+  BindOptTime(st, 9, t.started_at);
+  BindOptTime(st, 10, t.ended_at);
+  sqlite3_bind_int(st, 11, t.exit_code);
+  sqlite3_bind_int(st, 12, t.term_signal);
+  BindText(st, 13, t.message);
+  BindText(st, 14, t.backend_id);
+  BindText(st, 15, t.trial_dir);
+  sqlite3_bind_int(st, 16, t.attempt);
+  sqlite3_bind_int64(st, 17, t.retry_of);
+  BindText(st, 18, t.token);
+  sqlite3_bind_int64(st, 19, t.report_count);
+  BindText(st, 20, t.gpus);
+  sqlite3_bind_int(st, 21, t.infra_failure ? 1 : 0);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteStore::InsertTrial(const TrialRecord& t) {
+  sqlite3_stmt* st = Prepare(
+      "INSERT INTO trials(sweep_id, number, state, params_json, step, last_metrics_json, objective,"
+      " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
+      " attempt, retry_of, token, report_count, gpus, infra_failure)"
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  if (st == nullptr) return Error("preparing trial insert");
+  if (absl::Status s = BindTrial(st, t); !s.ok()) return s;
+  if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a trial");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::Status SqliteStore::UpdateTrial(const TrialRecord& t) {
+  sqlite3_stmt* st = Prepare(
+      "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?, last_metrics_json=?,"
+      " objective=?, created_at=?, started_at=?, ended_at=?, exit_code=?, term_signal=?, message=?,"
+      " backend_id=?, trial_dir=?, attempt=?, retry_of=?, token=?, report_count=?, gpus=?,"
+      " infra_failure=? WHERE id=?");
+  if (st == nullptr) return Error("preparing trial update");
+  if (absl::Status s = BindTrial(st, t); !s.ok()) return s;
+  sqlite3_bind_int64(st, 22, t.id);
+  if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating trial ", t.id));
+  if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("trial ", t.id, " not in the store"));
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
+  sqlite3_stmt* st = Prepare("INSERT INTO reports(trial_id, step, metric, value, time) VALUES(?,?,?,?,?)");
+  if (st == nullptr) return Error("preparing report insert");
+  for (const auto& [metric, value] : r.metrics) {
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, r.trial_id);
+    sqlite3_bind_int64(st, 2, r.step);
+    BindText(st, 3, metric);
+    sqlite3_bind_double(st, 4, value);
+    sqlite3_bind_double(st, 5, ToUnix(r.time));
+    if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("storing a report of trial ", r.trial_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteStore::InsertEvent(const EventRecord& e) {
+  sqlite3_stmt* st = Prepare("INSERT INTO events(sweep_id, trial_id, payload) VALUES(?,?,?)");
+  if (st == nullptr) return Error("preparing event insert");
+  sqlite3_bind_int64(st, 1, e.sweep_id);
+  sqlite3_bind_int64(st, 2, e.trial_id);
+  sqlite3_bind_blob(st, 3, e.payload.data(), static_cast<int>(e.payload.size()), SQLITE_TRANSIENT);
+  if (sqlite3_step(st) != SQLITE_DONE) return Error("appending an event");
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
+  sqlite3_stmt* st = Prepare(
+      "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending "
+      "FROM sweeps ORDER BY id");
+  if (st == nullptr) return Error("preparing sweep load");
+  std::vector<SweepRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    SweepRecord s;
+    s.id = sqlite3_column_int64(st, 0);
+    s.name = Text(st, 1);
+    s.spec_yaml = Text(st, 2);
+    s.source = Text(st, 3);
+    s.base_dir = Text(st, 4);
+    v1::SweepState_Parse(Text(st, 5), &s.state);
+    s.message = Text(st, 6);
+    s.created_at = FromUnix(sqlite3_column_double(st, 7));
+    if (auto e = OptReal(st, 8)) s.ended_at = FromUnix(*e);
+    if (std::string ending = Text(st, 9); !ending.empty()) v1::SweepState_Parse(ending, &s.ending);
+    out.push_back(std::move(s));
+  }
+  if (rc != SQLITE_DONE) return Error("loading sweeps");
+  return out;
+}
+
+absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_id) {
+  sqlite3_stmt* st = Prepare(
+      "SELECT id, sweep_id, number, state, params_json, step, last_metrics_json, objective,"
+      " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
+      " attempt, retry_of, token, report_count, gpus, infra_failure FROM trials WHERE sweep_id=?"
+      " ORDER BY id");
+  if (st == nullptr) return Error("preparing trial load");
+  sqlite3_bind_int64(st, 1, sweep_id);
+  std::vector<TrialRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    TrialRecord t;
+    t.id = sqlite3_column_int64(st, 0);
+    t.sweep_id = sqlite3_column_int64(st, 1);
+    t.number = sqlite3_column_int64(st, 2);
+    v1::TrialState_Parse(Text(st, 3), &t.state);
+    try {
+      t.params = ParamsFromJson(json::parse(Text(st, 4)));
+      t.last_metrics = json::parse(Text(st, 6)).get<std::map<std::string, double>>();
+    } catch (const json::exception& e) {
+      return absl::InternalError(absl::StrCat("trial ", t.id, " in ", path_, " is corrupt: ", e.what()));
+    }
+    t.step = sqlite3_column_int64(st, 5);
+    t.objective = OptReal(st, 7);
+    t.created_at = FromUnix(sqlite3_column_double(st, 8));
+    if (auto v = OptReal(st, 9)) t.started_at = FromUnix(*v);
+    if (auto v = OptReal(st, 10)) t.ended_at = FromUnix(*v);
+    t.exit_code = sqlite3_column_int(st, 11);
+    t.term_signal = sqlite3_column_int(st, 12);
+    t.message = Text(st, 13);
+    t.backend_id = Text(st, 14);
+    t.trial_dir = Text(st, 15);
+    t.attempt = sqlite3_column_int(st, 16);
+    t.retry_of = sqlite3_column_int64(st, 17);
+    t.token = Text(st, 18);
+    t.report_count = sqlite3_column_int64(st, 19);
+    t.gpus = Text(st, 20);
+    t.infra_failure = sqlite3_column_int(st, 21) != 0;
+    out.push_back(std::move(t));
+  }
+  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));
+  return out;
+}
+
+absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial_id) {
+  sqlite3_stmt* st = Prepare(
+      "SELECT step, metric, value, time FROM reports WHERE trial_id=? ORDER BY rowid");
+  if (st == nullptr) return Error("preparing report load");
+  sqlite3_bind_int64(st, 1, trial_id);
+  std::vector<ReportRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t step = sqlite3_column_int64(st, 0);
+    double time = sqlite3_column_double(st, 3);
+    // Rows of one report share step and time; fold them back into one record.
+    if (out.empty() || out.back().step != step || ToUnix(out.back().time) != time) {
+      ReportRecord r;
+      r.trial_id = trial_id;
+      r.step = step;
+      r.time = FromUnix(time);
+      out.push_back(std::move(r));
+    }
+    out.back().metrics[Text(st, 1)] = sqlite3_column_double(st, 2);
+  }
+  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the reports of trial ", trial_id));
+  return out;
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteStore::LoadEvents(int64_t sweep_id, int64_t after_seq,
+                                                                 int limit) {
+  sqlite3_stmt* st = Prepare(
+      "SELECT seq, trial_id, payload FROM events WHERE sweep_id=? AND seq>? ORDER BY seq LIMIT ?");
+  if (st == nullptr) return Error("preparing event load");
+  sqlite3_bind_int64(st, 1, sweep_id);
+  sqlite3_bind_int64(st, 2, after_seq);
+  sqlite3_bind_int(st, 3, limit);
+  std::vector<EventRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    EventRecord e;
+    e.seq = sqlite3_column_int64(st, 0);
+    e.sweep_id = sweep_id;
+    e.trial_id = sqlite3_column_int64(st, 1);
+    const void* blob = sqlite3_column_blob(st, 2);
+    e.payload.assign(static_cast<const char*>(blob), static_cast<size_t>(sqlite3_column_bytes(st, 2)));
+    out.push_back(std::move(e));
+  }
+  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the events of sweep ", sweep_id));
+  return out;
+}
+
+}  // namespace hpo::server

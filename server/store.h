@@ -1,0 +1,104 @@
+#pragma once
+// Store: durable state of the daemon — sweeps, trials, reports and the event log.
+//
+// Contract:
+// - One writer: the controller's thread calls every method. Implementations need not be
+//   thread-safe. Readers in other processes (sqlite3, benchmarks) may read concurrently.
+// - Writes between Begin() and Commit() are one transaction: all are durable after Commit()
+//   returns OK, none after Rollback(). Writes outside a transaction commit one by one.
+// - Errors: UNAVAILABLE when the disk refuses (full, read-only, I/O error) — retryable, nothing
+//   half-written; NOT_FOUND for an unknown id on update; INTERNAL for a bug or a corrupt file.
+// - Insert* return the new row's id (sweeps, trials) or sequence number (events).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "algorithms/search_space.h"
+#include "hpo/v1/hpo.pb.h"
+
+namespace hpo::server {
+
+struct SweepRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string spec_yaml;
+  std::string source;
+  std::string base_dir;
+  v1::SweepState state = v1::SWEEP_STATE_RUNNING;
+  std::string message;
+  absl::Time created_at;
+  std::optional<absl::Time> ended_at;
+  // Set while the sweep winds down (canceled, goal reached, ...): the final state it takes once
+  // its last trial ended. UNSPECIFIED otherwise.
+  v1::SweepState ending = v1::SWEEP_STATE_UNSPECIFIED;
+};
+
+struct TrialRecord {
+  int64_t id = 0;
+  int64_t sweep_id = 0;
+  int64_t number = 0;
+  v1::TrialState state = v1::TRIAL_STATE_PENDING;
+  algorithms::Params params;
+  int64_t step = -1;
+  std::map<std::string, double> last_metrics;
+  std::optional<double> objective;
+  absl::Time created_at;
+  std::optional<absl::Time> started_at;
+  std::optional<absl::Time> ended_at;
+  int exit_code = 0;
+  int term_signal = 0;
+  std::string message;
+  std::string backend_id;
+  std::string trial_dir;
+  int attempt = 1;
+  int64_t retry_of = 0;
+  std::string token;
+  int64_t report_count = 0;
+  std::string gpus;
+  bool infra_failure = false;  // LOST or failed because of the infrastructure, not the config
+};
+
+struct ReportRecord {
+  int64_t trial_id = 0;
+  int64_t step = 0;
+  std::map<std::string, double> metrics;
+  absl::Time time;
+};
+
+struct EventRecord {
+  int64_t seq = 0;
+  int64_t sweep_id = 0;
+  int64_t trial_id = 0;
+  std::string payload;  // a serialized hpo.v1.Event (without seq)
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  virtual absl::Status Begin() = 0;
+  virtual absl::Status Commit() = 0;
+  virtual void Rollback() = 0;
+
+  virtual absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) = 0;
+  virtual absl::Status UpdateSweep(const SweepRecord& sweep) = 0;
+  virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
+  virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
+  virtual absl::Status InsertReport(const ReportRecord& report) = 0;
+  virtual absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) = 0;
+
+  virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;
+  virtual absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) = 0;
+  virtual absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) = 0;
+  // Events of one sweep with seq > after_seq, oldest first, at most `limit`.
+  virtual absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id, int64_t after_seq,
+                                                              int limit) = 0;
+  virtual int SchemaVersion() const = 0;
+};
+
+}  // namespace hpo::server

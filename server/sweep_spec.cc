@@ -1,0 +1,586 @@
+#include "absl/strings/string_view.h"
+#include "server/sweep_spec.h"
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/duration.h"
+#include "common/files.h"
+#include "yaml-cpp/yaml.h"
+
+namespace hpo::server {
+namespace {
+
+using algorithms::ParamDef;
+using algorithms::ParamType;
+using algorithms::ParamValue;
+
+const std::set<std::string> kReservedPlaceholders = {"trial_id", "trial_number", "trial_dir",
+                                                     "sweep_id"};
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Walks the YAML tree, collecting "file:line:col: message" errors.
+class Parser {
+ public:
+  Parser(std::string source, std::string base_dir)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
+
+  std::vector<std::string>& errors() { return errors_; }
+
+  void Error(const YAML::Mark& mark, absl::string_view msg) {
+    if (mark.line < 0) {
+      errors_.push_back(absl::StrCat(source_, ": ", msg));
+    } else {
+      errors_.push_back(absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", msg));
+    }
+  }
+  void Error(const YAML::Node& node, absl::string_view msg) { Error(node.Mark(), msg); }
+
+  // Reports keys of `map` not in `allowed`, suggesting the nearest allowed key.
+  void CheckKeys(const YAML::Node& map, const std::string& where,
+                 const std::vector<std::string>& allowed) {
+    for (const auto& kv : map) {
+      std::string key = kv.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string best;
+      size_t best_d = 3;
+      for (const auto& a : allowed) {
+        size_t d = EditDistance(key, a);
+        if (d < best_d) best_d = d, best = a;
+      }
+      std::string msg = absl::StrCat("unknown key '", key, "' in ", where);
+      if (!best.empty()) absl::StrAppend(&msg, " (did you mean '", best, "'?)");
+      else absl::StrAppend(&msg, " (allowed: ", absl::StrJoin(allowed, ", "), ")");
+      Error(kv.first, msg);
+    }
+  }
+
+  bool ExpectMap(const YAML::Node& n, absl::string_view what) {
+    if (n.IsMap()) return true;
+    Error(n, absl::StrCat(what, " must be a mapping (key: value lines)"));
+    return false;
+  }
+
+  std::optional<std::string> String(const YAML::Node& n, absl::string_view what) {
+    if (!n.IsScalar()) {
+      Error(n, absl::StrCat(what, " must be a single value"));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<double> Number(const YAML::Node& n, absl::string_view what) {
+    double d = 0;
+    if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtod(n.Scalar(), &d) || !std::isfinite(d)) {
+      Error(n, absl::StrCat(what, " must be a finite number, not '", n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<int64_t> Integer(const YAML::Node& n, absl::string_view what, int64_t min,
+                                 int64_t max) {
+    int64_t i = 0;
+    if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtoi(n.Scalar(), &i)) {
+      Error(n, absl::StrCat(what, " must be an integer, not '", n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
+      return std::nullopt;
+    }
+    if (i < min || i > max) {
+      Error(n, absl::StrCat(what, " must be between ", min, " and ", max, ", not ", i));
+      return std::nullopt;
+    }
+    return i;
+  }
+
+  std::optional<bool> Bool(const YAML::Node& n, absl::string_view what) {
+    if (n.IsScalar() && n.Tag() != "!") {
+      const std::string& s = n.Scalar();
+      if (s == "true" || s == "True" || s == "yes") return true;
+      if (s == "false" || s == "False" || s == "no") return false;
+    }
+    Error(n, absl::StrCat(what, " must be true or false"));
+    return std::nullopt;
+  }
+
+  std::optional<absl::Duration> Duration(const YAML::Node& n, absl::string_view what) {
+    if (!n.IsScalar()) {
+      Error(n, absl::StrCat(what, " must be a duration such as 30s, 15m or 2h"));
+      return std::nullopt;
+    }
+    auto d = ParseDuration(n.Scalar());
+    if (!d.ok()) {
+      Error(n, absl::StrCat(what, ": ", d.status().message()));
+      return std::nullopt;
+    }
+    return *d;
+  }
+
+  // A categorical or fixed value: plain scalars are typed (bool, int, float, string);
+  // quoted scalars stay strings.
+  std::optional<ParamValue> Value(const YAML::Node& n, absl::string_view what) {
+    if (!n.IsScalar()) {
+      Error(n, absl::StrCat(what, " must be a single value"));
+      return std::nullopt;
+    }
+    const std::string& s = n.Scalar();
+    if (n.Tag() == "!") return ParamValue(s);
+    if (s == "true" || s == "True") return ParamValue(true);
+    if (s == "false" || s == "False") return ParamValue(false);
+    int64_t i = 0;
+    if (absl::SimpleAtoi(s, &i)) return ParamValue(i);
+    double d = 0;
+    if (s.find_first_of("0123456789") != std::string::npos && absl::SimpleAtod(s, &d) &&
+        std::isfinite(d)) {
+      return ParamValue(d);
+    }
+    return ParamValue(s);
+  }
+
+  void Parameters(const YAML::Node& node, SweepSpec& spec);
+  std::optional<ParamDef> Parameter(const std::string& name, const YAML::Node& node);
+  void Objective_(const YAML::Node& node, SweepSpec& spec);
+  void Command(const YAML::Node& node, SweepSpec& spec);
+  void CheckPlaceholders(const YAML::Node& node, const std::string& text, const SweepSpec& spec);
+  void Budget_(const YAML::Node& node, SweepSpec& spec);
+  void Resources(const YAML::Node& node, SweepSpec& spec);
+  void Algorithm(const YAML::Node& node, SweepSpec& spec);
+  void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
+  void Top(const YAML::Node& root, SweepSpec& spec);
+
+ private:
+  std::string source_;
+  std::string base_dir_;
+  std::vector<std::string> errors_;
+};
+
+std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::Node& node) {
+  ParamDef p;
+  p.name = name;
+  std::string where = absl::StrCat("parameter '", name, "'");
+  static const std::regex kName("[A-Za-z_][A-Za-z0-9_.-]{0,127}");
+  if (!std::regex_match(name, kName)) {
+    Error(node, absl::StrCat("parameter name '", name,
+                             "' must start with a letter or _ and use letters, digits, _ . -"));
+    return std::nullopt;
+  }
+  if (node.IsScalar()) {  // shorthand: a fixed value
+    auto v = Value(node, where);
+    if (!v) return std::nullopt;
+    p.type = ParamType::kFixed;
+    p.value = *v;
+    return p;
+  }
+  if (node.IsSequence()) {  // shorthand: categorical choices
+    p.type = ParamType::kCategorical;
+    for (const auto& c : node) {
+      auto v = Value(c, where);
+      if (!v) return std::nullopt;
+      p.choices.push_back(*v);
+    }
+    if (p.choices.empty()) Error(node, absl::StrCat(where, " needs at least one value"));
+    return p;
+  }
+  if (!ExpectMap(node, where)) return std::nullopt;
+  CheckKeys(node, where, {"type", "low", "high", "log", "step", "values", "value"});
+  std::string type;
+  if (node["type"]) {
+    type = String(node["type"], where + " type").value_or("");
+  } else if (node["values"]) {
+    type = "categorical";
+  } else if (node["value"]) {
+    type = "fixed";
+  } else {
+    Error(node, absl::StrCat(where, " needs a type: float, int, categorical or fixed"));
+    return std::nullopt;
+  }
+  if (type == "float" || type == "int") {
+    p.type = type == "float" ? ParamType::kFloat : ParamType::kInt;
+    if (!node["low"] || !node["high"]) {
+      Error(node, absl::StrCat(where, " (", type, ") needs low and high"));
+      return std::nullopt;
+    }
+    auto low = Number(node["low"], where + " low");
+    auto high = Number(node["high"], where + " high");
+    if (!low || !high) return std::nullopt;
+    p.low = *low;
+    p.high = *high;
+    if (node["log"]) p.log = Bool(node["log"], where + " log").value_or(false);
+    if (node["step"]) {
+      auto step = Number(node["step"], where + " step");
+      if (!step) return std::nullopt;
+      p.step = *step;
+    }
+    if (node["values"] || node["value"]) {
+      Error(node, absl::StrCat(where, ": values/value belong to categorical/fixed parameters"));
+    }
+  } else if (type == "categorical") {
+    p.type = ParamType::kCategorical;
+    const YAML::Node& values = node["values"];
+    if (!values || !values.IsSequence() || values.size() == 0) {
+      Error(values ? values : node, absl::StrCat(where, " needs 'values: [a, b, ...]' with at least one value"));
+      return std::nullopt;
+    }
+    for (const auto& c : values) {
+      auto v = Value(c, where);
+      if (!v) return std::nullopt;
+      for (const auto& existing : p.choices) {
+        if (existing == *v) Error(c, absl::StrCat(where, ": value '", c.Scalar(), "' is listed twice"));
+      }
+      p.choices.push_back(*v);
+    }
+  } else if (type == "fixed") {
+    p.type = ParamType::kFixed;
+    if (!node["value"]) {
+      Error(node, absl::StrCat(where, " (fixed) needs value"));
+      return std::nullopt;
+    }
+    auto v = Value(node["value"], where);
+    if (!v) return std::nullopt;
+    p.value = *v;
+  } else {
+    Error(node["type"], absl::StrCat(where, ": unknown type '", type,
+                                     "' (known: float, int, categorical, fixed)"));
+    return std::nullopt;
+  }
+  algorithms::SearchSpace one;
+  one.params.push_back(p);
+  if (absl::Status s = one.Validate(); !s.ok()) {
+    Error(node, s.message());
+    return std::nullopt;
+  }
+  return p;
+}
+
+void Parser::Parameters(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "parameters")) return;
+  if (node.size() == 0) Error(node, "parameters is empty: a sweep needs at least one parameter");
+  if (node.size() > kMaxParameters) {
+    Error(node, absl::StrCat("parameters has ", node.size(), " entries; at most ", kMaxParameters));
+    return;
+  }
+  for (const auto& kv : node) {
+    std::string name = kv.first.Scalar();
+    if (kReservedPlaceholders.count(name) || name.rfind("checkpoint", 0) == 0) {
+      Error(kv.first, absl::StrCat("parameter name '", name, "' is reserved"));
+      continue;
+    }
+    if (auto p = Parameter(name, kv.second)) spec.space.params.push_back(*p);
+  }
+}
+
+void Parser::Objective_(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "objective")) return;
+  CheckKeys(node, "objective", {"metric", "direction", "goal", "use"});
+  if (!node["metric"]) Error(node, "objective needs metric (the reported metric to optimize)");
+  else spec.objective.metric = String(node["metric"], "objective metric").value_or("");
+  static const std::regex kMetric("[A-Za-z_][A-Za-z0-9_./-]{0,127}");
+  if (!spec.objective.metric.empty() && !std::regex_match(spec.objective.metric, kMetric)) {
+    Error(node["metric"], "objective metric must be a name of letters, digits, _ . / -");
+  }
+  if (!node["direction"]) {
+    Error(node, "objective needs direction: minimize or maximize");
+  } else {
+    std::string d = String(node["direction"], "objective direction").value_or("");
+    if (d == "minimize" || d == "min") spec.objective.direction = algorithms::Direction::kMinimize;
+    else if (d == "maximize" || d == "max") spec.objective.direction = algorithms::Direction::kMaximize;
+    else Error(node["direction"], absl::StrCat("objective direction must be minimize or maximize, not '", d, "'"));
+  }
+  if (node["goal"]) spec.objective.goal = Number(node["goal"], "objective goal");
+  if (node["use"]) {
+    std::string use = String(node["use"], "objective use").value_or("");
+    if (use == "best") spec.objective.use_best = true;
+    else if (use != "last") Error(node["use"], "objective use must be last or best");
+  }
+}
+
+void Parser::CheckPlaceholders(const YAML::Node& node, const std::string& text,
+                               const SweepSpec& spec) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{' && i + 1 < text.size() && text[i + 1] == '{') { ++i; continue; }
+    if (text[i] == '}' && i + 1 < text.size() && text[i + 1] == '}') { ++i; continue; }
+    if (text[i] != '{') continue;
+    size_t end = text.find('}', i);
+    if (end == std::string::npos) {
+      Error(node, absl::StrCat("command: unclosed '{' in '", text, "' (write {{ for a literal brace)"));
+      return;
+    }
+    std::string name = text.substr(i + 1, end - i - 1);
+    if (!kReservedPlaceholders.count(name) && spec.space.Find(name) == nullptr) {
+      Error(node, absl::StrCat("command: unknown placeholder {", name,
+                               "}: not a parameter nor one of {trial_id} {trial_number} {trial_dir} {sweep_id}"));
+    }
+    i = end;
+  }
+}
+
+void Parser::Command(const YAML::Node& node, SweepSpec& spec) {
+  if (node.IsScalar()) {
+    spec.command_is_shell = true;
+    spec.command = {node.Scalar()};
+    if (node.Scalar().empty()) Error(node, "command is empty");
+    CheckPlaceholders(node, node.Scalar(), spec);
+  } else if (node.IsSequence()) {
+    if (node.size() == 0) Error(node, "command is an empty list");
+    for (const auto& arg : node) {
+      if (!arg.IsScalar()) {
+        Error(arg, "command list entries must be strings");
+        continue;
+      }
+      spec.command.push_back(arg.Scalar());
+      CheckPlaceholders(arg, arg.Scalar(), spec);
+    }
+  } else {
+    Error(node, "command must be a string (run by /bin/sh) or a list (argv)");
+  }
+}
+
+void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "budget")) return;
+  CheckKeys(node, "budget", {"max_trials", "max_concurrent", "max_failed", "wall_time"});
+  constexpr int64_t kBig = 100'000'000;
+  if (node["max_trials"]) spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
+  if (node["max_concurrent"]) spec.budget.max_concurrent = Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000).value_or(1);
+  if (node["max_failed"]) spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
+  if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
+}
+
+void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "resources")) return;
+  CheckKeys(node, "resources", {"gpus", "cpus", "nodes", "tasks_per_node"});
+  auto& r = spec.resources;
+  if (node["gpus"]) r.gpus = static_cast<int>(Integer(node["gpus"], "resources gpus", 0, 1024).value_or(0));
+  if (node["cpus"]) r.cpus = static_cast<int>(Integer(node["cpus"], "resources cpus", 1, 4096).value_or(1));
+  if (node["nodes"]) r.nodes = static_cast<int>(Integer(node["nodes"], "resources nodes", 1, 4096).value_or(1));
+  if (node["tasks_per_node"]) r.tasks_per_node = static_cast<int>(Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
+}
+
+void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
+  if (node.IsScalar()) {
+    spec.algorithm.name = node.Scalar();
+  } else if (ExpectMap(node, "algorithm")) {
+    CheckKeys(node, "algorithm", {"name", "points", "shuffle"});
+    if (!node["name"]) Error(node, "algorithm needs name: random or grid");
+    else spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
+    if (node["points"]) spec.algorithm.grid_points = static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
+    if (node["shuffle"]) spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
+  }
+  const auto& names = algorithms::SamplerNames();
+  if (std::find(names.begin(), names.end(), spec.algorithm.name) == names.end()) {
+    Error(node.IsMap() && node["name"] ? node["name"] : node,
+          absl::StrCat("unknown algorithm '", spec.algorithm.name, "' (known: ", absl::StrJoin(names, ", "), ")"));
+  }
+}
+
+void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
+  if (node.IsScalar()) {
+    spec.early_stopping.name = node.Scalar();
+  } else if (ExpectMap(node, "early_stopping")) {
+    CheckKeys(node, "early_stopping", {"name"});
+    if (node["name"]) spec.early_stopping.name = String(node["name"], "early_stopping name").value_or("");
+  }
+  const auto& names = algorithms::StopperNames();
+  if (std::find(names.begin(), names.end(), spec.early_stopping.name) == names.end()) {
+    Error(node, absl::StrCat("unknown early_stopping '", spec.early_stopping.name, "' (known: ", absl::StrJoin(names, ", "), ")"));
+  }
+}
+
+void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
+  if (!root.IsMap()) {
+    Error(root, "a sweep file must be a mapping with at least parameters, objective and command");
+    return;
+  }
+  CheckKeys(root, "the sweep", {"name", "parameters", "objective", "command", "pass_params", "env",
+                               "workdir", "budget", "resources", "algorithm", "early_stopping",
+                               "seed", "fom_regex", "stop_grace", "max_retries"});
+  if (root["name"]) spec.name = String(root["name"], "name").value_or("");
+  if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
+  // Parameters first: the command's placeholders are checked against them.
+  if (root["parameters"]) Parameters(root["parameters"], spec);
+  else Error(root, "missing parameters (the search space)");
+  if (root["objective"]) Objective_(root["objective"], spec);
+  else Error(root, "missing objective (metric and direction)");
+  if (root["command"]) Command(root["command"], spec);
+  else Error(root, "missing command (the trial program)");
+  if (root["pass_params"]) {
+    std::string mode = String(root["pass_params"], "pass_params").value_or("");
+    if (mode == "flags") spec.pass_flags = true;
+    else if (mode != "none") Error(root["pass_params"], "pass_params must be flags or none");
+  }
+  if (root["env"] && ExpectMap(root["env"], "env")) {
+    for (const auto& kv : root["env"]) {
+      std::string key = kv.first.Scalar();
+      if (key.empty() || key.find('=') != std::string::npos) Error(kv.first, absl::StrCat("env: bad variable name '", key, "'"));
+      else if (key.rfind("HPO_", 0) == 0) Error(kv.first, absl::StrCat("env: ", key, " is set by hpod"));
+      else if (auto v = String(kv.second, absl::StrCat("env ", key))) spec.env[key] = *v;
+    }
+  }
+  spec.workdir = base_dir_;
+  if (root["workdir"]) {
+    if (auto w = String(root["workdir"], "workdir")) spec.workdir = AbsolutePath(*w, base_dir_);
+  }
+  if (root["budget"]) Budget_(root["budget"], spec);
+  if (root["resources"]) Resources(root["resources"], spec);
+  if (root["algorithm"]) Algorithm(root["algorithm"], spec);
+  if (root["early_stopping"]) EarlyStopping(root["early_stopping"], spec);
+  if (root["seed"]) spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));
+  spec.fom_regex = kDefaultFomRegex;
+  if (root["fom_regex"]) {
+    std::string re = String(root["fom_regex"], "fom_regex").value_or("");
+    try {
+      std::regex compiled(re);
+      if (compiled.mark_count() < 1) Error(root["fom_regex"], "fom_regex needs a capture group ( ) around the number");
+      spec.fom_regex = re;
+    } catch (const std::regex_error& e) {
+      Error(root["fom_regex"], absl::StrCat("fom_regex is not a valid regular expression: ", e.what()));
+    }
+  }
+  if (root["stop_grace"]) spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(absl::Seconds(10));
+  if (root["max_retries"]) spec.max_retries = static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
+
+  if (!errors_.empty()) return;
+  auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);
+  if (!sampler.ok()) {
+    Error(root["algorithm"] ? root["algorithm"] : root, sampler.status().message());
+    return;
+  }
+  if (spec.budget.max_trials == 0 && !(*sampler)->Capacity(spec.space) && !spec.budget.wall_time) {
+    Error(root["budget"] ? root["budget"] : root,
+          absl::StrCat(spec.algorithm.name, " search never runs out of trials: set budget.max_trials or budget.wall_time"));
+  }
+}
+
+std::string ShellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=+@%") == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
+                           const std::string& base_dir) {
+  ParseResult result;
+  std::string name = source.empty() ? "<spec>" : source;
+  if (yaml.size() > kMaxSpecBytes) {
+    result.errors.push_back(absl::StrCat(name, ": the sweep file is ", yaml.size(), " bytes; at most ", kMaxSpecBytes));
+    return result;
+  }
+  Parser parser(name, AbsolutePath(base_dir.empty() ? "." : base_dir));
+  SweepSpec spec;
+  spec.source = name;
+  spec.base_dir = AbsolutePath(base_dir.empty() ? "." : base_dir);
+  try {
+    YAML::Node root = YAML::Load(yaml);
+    if (!root || root.IsNull()) {
+      result.errors.push_back(absl::StrCat(name, ":1:1: the sweep file is empty"));
+      return result;
+    }
+    parser.Top(root, spec);
+  } catch (const YAML::Exception& e) {
+    parser.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
+  }
+  result.errors = std::move(parser.errors());
+  if (result.errors.empty()) result.spec = std::move(spec);
+  return result;
+}
+
+std::vector<std::string> SweepSpec::RenderCommand(const algorithms::Params& params,
+                                                  int64_t trial_id, int64_t trial_number,
+                                                  int64_t sweep_id,
+                                                  const std::string& trial_dir) const {
+  auto lookup = [&](const std::string& key) -> std::string {
+    if (key == "trial_id") return std::to_string(trial_id);
+    if (key == "trial_number") return std::to_string(trial_number);
+    if (key == "sweep_id") return std::to_string(sweep_id);
+    if (key == "trial_dir") return trial_dir;
+    auto it = params.find(key);
+    return it == params.end() ? "" : algorithms::FormatValue(it->second);
+  };
+  auto render = [&](const std::string& text, bool quote) {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+        out += c;
+        ++i;
+      } else if (c == '{') {
+        size_t end = text.find('}', i);
+        std::string v = lookup(text.substr(i + 1, end - i - 1));
+        out += quote ? ShellQuote(v) : v;
+        i = end;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  };
+  std::vector<std::string> argv;
+  if (command_is_shell) {
+    std::string line = render(command[0], true);
+    if (pass_flags) {
+      for (const auto& [k, v] : params) line += " " + ShellQuote("--" + k + "=" + algorithms::FormatValue(v));
+    }
+    return {"/bin/sh", "-c", line};
+  }
+  for (const auto& arg : command) argv.push_back(render(arg, false));
+  if (pass_flags) {
+    for (const auto& [k, v] : params) argv.push_back("--" + k + "=" + algorithms::FormatValue(v));
+  }
+  return argv;
+}
+
+int64_t SweepSpec::TrialLimit(const algorithms::Sampler& sampler) const {
+  std::optional<int64_t> cap = sampler.Capacity(space);
+  if (budget.max_trials > 0 && cap) return std::min(budget.max_trials, *cap);
+  if (budget.max_trials > 0) return budget.max_trials;
+  return cap.value_or(0);
+}
+
+std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
+  std::string out = absl::StrCat("name: ", name.empty() ? "(unnamed)" : name, "\n");
+  absl::StrAppend(&out, "parameters: ", space.params.size(), " (");
+  std::vector<std::string> names;
+  for (const auto& p : space.params) names.push_back(p.name);
+  absl::StrAppend(&out, absl::StrJoin(names, ", "), ")\n");
+  absl::StrAppend(&out, "objective: ", objective.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ",
+                  objective.metric, objective.use_best ? " (best value)" : " (last value)");
+  if (objective.goal) absl::StrAppend(&out, ", goal ", *objective.goal);
+  absl::StrAppend(&out, "\nalgorithm: ", sampler.Name());
+  if (auto cap = sampler.Capacity(space)) {
+    absl::StrAppend(&out, " (", *cap, " grid points");
+    if (budget.max_trials > 0 && budget.max_trials < *cap) {
+      absl::StrAppend(&out, "; max_trials ", budget.max_trials, " runs only the first ", budget.max_trials);
+    }
+    absl::StrAppend(&out, ")");
+  }
+  int64_t limit = TrialLimit(sampler);
+  absl::StrAppend(&out, "\ntrials: ", limit > 0 ? std::to_string(limit) : "until wall_time",
+                  ", ", budget.max_concurrent, " at a time");
+  if (budget.wall_time) absl::StrAppend(&out, ", wall time ", absl::FormatDuration(*budget.wall_time));
+  absl::StrAppend(&out, "\nresources per trial: ", resources.gpus, " GPU(s), ", resources.cpus, " CPU(s)");
+  if (resources.nodes > 1) absl::StrAppend(&out, ", ", resources.nodes, " nodes");
+  absl::StrAppend(&out, "\nworkdir: ", workdir, "\n");
+  return out;
+}
+
+}  // namespace hpo::server

@@ -1,0 +1,78 @@
+#pragma once
+// SweepSpec: a sweep file (YAML) parsed and validated.
+//
+// ParseSweepSpec never throws: every problem becomes one line "file:line:column: what is wrong"
+// in the result's errors, and the spec is set only when there are none. The grammar is
+// documented in docs/sweep-spec.md. Thread-compatible.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "algorithms/sampler.h"
+#include "algorithms/search_space.h"
+#include "algorithms/stopper.h"
+#include "slurm_backend/backend.h"
+
+namespace hpo::server {
+
+struct Objective {
+  std::string metric;
+  algorithms::Direction direction = algorithms::Direction::kMinimize;
+  std::optional<double> goal;   // the sweep ends GOAL_REACHED when a trial reaches it
+  bool use_best = false;        // false: a trial's objective is its last value; true: its best
+};
+
+struct Budget {
+  int64_t max_trials = 0;       // 0: the sampler's capacity (grid) — random needs a bound
+  int64_t max_concurrent = 1;
+  int64_t max_failed = 10;      // the sweep ends FAILED when this many trials failed; 0: never
+  std::optional<absl::Duration> wall_time;
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string source;    // file name, for messages
+  std::string base_dir;  // absolute; relative paths resolve against it
+  algorithms::SearchSpace space;
+  Objective objective;
+  std::vector<std::string> command;  // argv template, or one shell line when command_is_shell
+  bool command_is_shell = false;
+  bool pass_flags = false;           // append --name=value for every parameter
+  std::map<std::string, std::string> env;
+  std::string workdir;               // absolute
+  Budget budget;
+  backend::Resources resources;
+  algorithms::AlgorithmSpec algorithm;
+  algorithms::StopperSpec early_stopping;
+  uint64_t seed = 0;
+  std::string fom_regex;             // for `hpo exec`; group 1 is the value
+  absl::Duration stop_grace = absl::Seconds(10);
+  int max_retries = 2;               // retries of trials the infrastructure lost
+
+  // The argv of one trial: placeholders filled, flags appended.
+  std::vector<std::string> RenderCommand(const algorithms::Params& params, int64_t trial_id,
+                                         int64_t trial_number, int64_t sweep_id,
+                                         const std::string& trial_dir) const;
+  // How many trials the sweep runs at most (0: unbounded until wall time).
+  int64_t TrialLimit(const algorithms::Sampler& sampler) const;
+  // A few lines describing the spec, for `hpo validate`.
+  std::string Summary(const algorithms::Sampler& sampler) const;
+};
+
+struct ParseResult {
+  std::optional<SweepSpec> spec;
+  std::vector<std::string> errors;
+};
+
+inline constexpr size_t kMaxSpecBytes = 1 << 20;
+inline constexpr size_t kMaxParameters = 256;
+inline constexpr const char* kDefaultFomRegex = R"(FoM:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)))";
+
+ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
+                           const std::string& base_dir);
+
+}  // namespace hpo::server

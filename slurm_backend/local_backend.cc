@@ -1,0 +1,278 @@
+#include "absl/strings/string_view.h"
+#include "slurm_backend/local_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+extern char** environ;
+
+namespace hpo::backend {
+namespace {
+
+// argv / envp as the C arrays execvpe wants, built before fork.
+struct CStrings {
+  std::vector<std::string> storage;
+  std::vector<char*> ptrs;
+  char** data() {
+    ptrs.clear();
+    for (auto& s : storage) ptrs.push_back(s.data());
+    ptrs.push_back(nullptr);
+    return ptrs.data();
+  }
+};
+
+CStrings BuildEnv(const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != absl::string_view::npos) env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  CStrings out;
+  for (const auto& [k, v] : env) out.storage.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace
+
+int LocalBackend::DetectGpus() {
+  FILE* p = ::popen("nvidia-smi -L 2>/dev/null", "r");
+  if (p == nullptr) return 0;
+  int n = 0;
+  char line[512];
+  while (std::fgets(line, sizeof(line), p) != nullptr) {
+    if (std::strncmp(line, "GPU ", 4) == 0) ++n;
+  }
+  ::pclose(p);
+  return n;
+}
+
+LocalBackend::LocalBackend(const Options& options, const Clock& clock)
+    : options_(options),
+      clock_(clock),
+      pool_(options.gpus >= 0 ? options.gpus : DetectGpus(),
+            options.cpus > 0 ? options.cpus
+                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+
+LocalBackend::~LocalBackend() {
+  KillAll();
+  for (auto& [id, child] : children_) {
+    int status = 0;
+    ::waitpid(child.pid, &status, 0);
+  }
+}
+
+std::string LocalBackend::Describe() const {
+  return absl::StrCat("local: ", pool_.total_gpus(), " GPU(s), ", pool_.total_cpus(), " CPU slot(s)");
+}
+
+absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return absl::InvalidArgumentError("empty command");
+  if (children_.count(spec.trial_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
+  }
+  std::optional<Grant> grant = pool_.Acquire(spec.resources);
+  if (!grant) return absl::ResourceExhaustedError("no free resources for the trial");
+
+  std::map<std::string, std::string> env = spec.env;
+  env["CUDA_VISIBLE_DEVICES"] = grant->CudaVisibleDevices();
+  env["HPO_GPUS"] = grant->CudaVisibleDevices();
+  CStrings envp = BuildEnv(env);
+  CStrings argv;
+  argv.storage = spec.argv;
+
+  std::string out_path = spec.trial_dir + "/stdout.log";
+  std::string err_path = spec.trial_dir + "/stderr.log";
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int pipe_fds[2] = {-1, -1};
+  bool io_ok = out_fd >= 0 && err_fd >= 0 && null_fd >= 0 && ::pipe2(pipe_fds, O_CLOEXEC) == 0;
+  auto close_all = [&] {
+    for (int fd : {out_fd, err_fd, null_fd, pipe_fds[0], pipe_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  if (!io_ok) {
+    int err = errno;
+    close_all();
+    pool_.Release(*grant);
+    return absl::UnavailableError(
+        absl::StrCat("cannot open the logs of trial ", spec.trial_id, " in ", spec.trial_dir, ": ",
+                     std::strerror(err)));
+  }
+
+  char** c_argv = argv.data();
+  char** c_envp = envp.data();
+  const char* workdir = spec.workdir.c_str();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    ::setsid();
+    ::dup2(null_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    if (::chdir(workdir) == 0) ::execvpe(c_argv[0], c_argv, c_envp);
+    int err = errno;
+    ssize_t ignored = ::write(pipe_fds[1], &err, sizeof(err));
+    (void)ignored;
+    ::_exit(127);
+  }
+  int fork_errno = errno;
+  ::close(pipe_fds[1]);
+  pipe_fds[1] = -1;
+  if (pid < 0) {
+    close_all();
+    pool_.Release(*grant);
+    return absl::UnavailableError(absl::StrCat("fork failed: ", std::strerror(fork_errno)));
+  }
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(pipe_fds[0], &exec_errno, sizeof(exec_errno));
+  } while (n < 0 && errno == EINTR);
+  close_all();
+
+  Child child;
+  child.pid = pid;
+  child.grant = *grant;
+  BackendEvent started;
+  started.kind = BackendEvent::Kind::kStarted;
+  started.trial_id = spec.trial_id;
+  started.time = clock_.Now();
+  started.backend_id = absl::StrCat("local:pid=", pid);
+  started.gpus = grant->CudaVisibleDevices();
+  events_.push_back(started);
+  if (n == sizeof(exec_errno)) {
+    // exec failed: the child already exited 127. Say why in the trial's stderr and event.
+    std::string why = absl::StrCat("cannot run '", spec.argv[0], "' in ", spec.workdir, ": ",
+                                   std::strerror(exec_errno));
+    if (FILE* f = std::fopen(err_path.c_str(), "a")) {
+      std::fprintf(f, "hpod: %s\n", why.c_str());
+      std::fclose(f);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pool_.Release(child.grant);
+    BackendEvent exited;
+    exited.kind = BackendEvent::Kind::kExited;
+    exited.trial_id = spec.trial_id;
+    exited.time = clock_.Now();
+    exited.exit_code = 127;
+    exited.message = why;
+    events_.push_back(exited);
+    return absl::OkStatus();
+  }
+  children_[spec.trial_id] = child;
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
+  auto it = children_.find(trial_id);
+  if (it == children_.end()) {
+    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " is not running here"));
+  }
+  Child& child = it->second;
+  if (!child.stop_requested) {
+    child.stop_requested = true;
+    ::kill(-child.pid, options_.stop_signal);
+    child.kill_at = clock_.Now() + grace;
+  }
+  return absl::OkStatus();
+}
+
+void LocalBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
+  int pid = 0;
+  if (std::sscanf(backend_id.c_str(), "local:pid=%d", &pid) != 1 || pid <= 1) return;
+  // Only a process group whose leader still carries this trial's id in its environment: the pid
+  // may have been reused since.
+  std::string environ_path = absl::StrCat("/proc/", pid, "/environ");
+  FILE* f = std::fopen(environ_path.c_str(), "r");
+  if (f == nullptr) return;
+  std::string env(1, '\0');
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) env.append(buf, n);
+  std::fclose(f);
+  std::string needle = absl::StrCat(absl::string_view("\0HPO_TRIAL_ID=", 14), trial_id, absl::string_view("\0", 1));
+  if (env.find(needle) == std::string::npos) return;
+  spdlog::warn("trial {}: ending its leftover process group {}", trial_id, pid);
+  ::kill(-pid, SIGKILL);
+}
+
+void LocalBackend::KillAll() {
+  for (auto& [id, child] : children_) {
+    child.stop_requested = true;
+    ::kill(-child.pid, SIGKILL);
+  }
+}
+
+void LocalBackend::Reap(int64_t trial_id, Child& child, int wait_status) {
+  // Whatever the trial left behind in its group goes with it.
+  ::kill(-child.pid, SIGKILL);
+  pool_.Release(child.grant);
+  BackendEvent e;
+  e.kind = BackendEvent::Kind::kExited;
+  e.trial_id = trial_id;
+  e.time = clock_.Now();
+  e.stop_requested = child.stop_requested;
+  if (WIFEXITED(wait_status)) {
+    e.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    e.exit_code = -1;
+    e.term_signal = WTERMSIG(wait_status);
+    e.message = absl::StrCat("killed by signal ", e.term_signal, " (", strsignal(e.term_signal), ")");
+  }
+  events_.push_back(std::move(e));
+}
+
+std::vector<BackendEvent> LocalBackend::Poll() {
+  absl::Time now = clock_.Now();
+  for (auto it = children_.begin(); it != children_.end();) {
+    Child& child = it->second;
+    int status = 0;
+    pid_t r = ::waitpid(child.pid, &status, WNOHANG);
+    if (r == child.pid) {
+      Reap(it->first, child, status);
+      it = children_.erase(it);
+      continue;
+    }
+    if (r < 0 && errno == ECHILD) {
+      BackendEvent e;
+      e.kind = BackendEvent::Kind::kLost;
+      e.trial_id = it->first;
+      e.time = now;
+      e.message = "the trial's process disappeared";
+      pool_.Release(child.grant);
+      events_.push_back(std::move(e));
+      it = children_.erase(it);
+      continue;
+    }
+    if (child.kill_at && now >= *child.kill_at) {
+      spdlog::info("trial {} did not exit within its grace period; SIGKILL", it->first);
+      ::kill(-child.pid, SIGKILL);
+      child.kill_at.reset();
+    }
+    ++it;
+  }
+  std::vector<BackendEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+}  // namespace hpo::backend

@@ -1,0 +1,65 @@
+#pragma once
+// LocalBackend: trials as process groups on this machine.
+//
+// Each trial is started in its own session (so its pid is its process group id), with stdout
+// and stderr appended to stdout.log / stderr.log in its trial directory and its GPUs in
+// CUDA_VISIBLE_DEVICES (empty for trials that asked for none). Stop sends the stop signal to
+// the whole group and SIGKILL after the grace period; when a trial's main process has exited,
+// whatever it left in its group is killed too, so nothing outlives a trial.
+//
+// Thread safety: controller thread only (see Backend).
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+
+#include "common/clock.h"
+#include "slurm_backend/backend.h"
+#include "slurm_backend/resource_pool.h"
+
+namespace hpo::backend {
+
+class LocalBackend final : public Backend {
+ public:
+  struct Options {
+    int gpus = -1;           // -1: count of `nvidia-smi -L` lines, 0 when it is absent
+    int cpus = 0;            // 0: the number of online CPUs
+    int stop_signal = 15;    // SIGTERM
+  };
+  LocalBackend(const Options& options, const Clock& clock);
+  ~LocalBackend() override;
+
+  std::string Name() const override { return "local"; }
+  absl::Status CheckFits(const Resources& r) const override { return pool_.CheckFits(r); }
+  bool CanLaunch(const Resources& r) const override { return pool_.Fits(r); }
+  absl::Status Launch(const LaunchSpec& spec) override;
+  absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  std::vector<BackendEvent> Poll() override;
+  void Reclaim(int64_t trial_id, const std::string& backend_id) override;
+  int Running() const override { return static_cast<int>(children_.size()); }
+  std::string Describe() const override;
+
+  // Kills every trial's group at once (daemon shutdown); their kExited events follow in Poll.
+  void KillAll();
+
+  // GPUs `nvidia-smi -L` lists, 0 when it is not there.
+  static int DetectGpus();
+
+ private:
+  struct Child {
+    pid_t pid = 0;
+    Grant grant;
+    std::optional<absl::Time> kill_at;  // SIGKILL deadline after Stop
+    bool stop_requested = false;
+  };
+  void Reap(int64_t trial_id, Child& child, int wait_status);
+
+  Options options_;
+  const Clock& clock_;
+  ResourcePool pool_;
+  std::map<int64_t, Child> children_;
+  std::vector<BackendEvent> events_;
+};
+
+}  // namespace hpo::backend

@@ -1,0 +1,38 @@
+#pragma once
+// ResourcePool: the GPUs and CPU slots of one node, handed out so that no two trials ever hold
+// the same GPU. Thread-compatible.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "slurm_backend/backend.h"
+
+namespace hpo::backend {
+
+struct Grant {
+  std::vector<int> gpus;  // GPU indices
+  int cpus = 0;
+  std::string CudaVisibleDevices() const;  // "0,2"; "" for none
+};
+
+class ResourcePool {
+ public:
+  ResourcePool(int gpus, int cpus);
+  // A grant when `r` fits now (single-node view: gpus, cpus * tasks_per_node), else nullopt.
+  std::optional<Grant> Acquire(const Resources& r);
+  void Release(const Grant& g);
+  bool Fits(const Resources& r) const;
+  absl::Status CheckFits(const Resources& r) const;
+  int total_gpus() const { return static_cast<int>(gpu_free_.size()); }
+  int total_cpus() const { return total_cpus_; }
+  int free_cpus() const { return free_cpus_; }
+  int free_gpus() const;
+
+ private:
+  std::vector<bool> gpu_free_;
+  int total_cpus_;
+  int free_cpus_;
+};
+
+}  // namespace hpo::backend
