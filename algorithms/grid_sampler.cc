@@ -24,12 +24,13 @@ std::vector<ParamValue> Axis(const ParamDef& p, int points) {
         double step = p.step.value_or(1.0);
         for (int64_t k = 0; k < *card; ++k) {
           double v = p.low + static_cast<double>(k) * step;
-          if (is_int) out.push_back(static_cast<int64_t>(std::llround(v)));
-          else out.push_back(v);
+          if (is_int) out.emplace_back(std::in_place_type<int64_t>, std::llround(v));
+          else out.emplace_back(std::in_place_type<double>, v);
         }
         break;
       }
       int n = std::max(points, 1);
+      int64_t last_int = 0;
       for (int k = 0; k < n; ++k) {
         double t = n == 1 ? 0.5 : static_cast<double>(k) / (n - 1);
         double v = p.log ? std::exp(std::log(p.low) + t * (std::log(p.high) - std::log(p.low)))
@@ -37,10 +38,11 @@ std::vector<ParamValue> Axis(const ParamDef& p, int points) {
         if (p.step) v = p.low + std::round((v - p.low) / *p.step) * *p.step;
         v = std::clamp(v, p.low, p.high);
         if (is_int) {
-          ParamValue iv = static_cast<int64_t>(std::llround(v));
-          if (out.empty() || !(out.back() == iv)) out.push_back(iv);
+          int64_t iv = std::llround(v);
+          if (k == 0 || iv != last_int) out.emplace_back(std::in_place_type<int64_t>, iv);
+          last_int = iv;
         } else {
-          out.push_back(v);
+          out.emplace_back(std::in_place_type<double>, v);
         }
       }
       break;

@@ -186,7 +186,7 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
 
 // ---------------------------------------------------------------------------------------------
 
-absl::Status StartDaemon(absl::Duration timeout) {
+absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args) {
   DataDir dir = DataDir::FromEnvironment();
   if (absl::Status s = dir.Create(); !s.ok()) return s;
   std::error_code ec;
@@ -205,9 +205,12 @@ absl::Status StartDaemon(absl::Duration timeout) {
     ::dup2(null_fd, 0);
     ::dup2(log_fd >= 0 ? log_fd : null_fd, 1);
     ::dup2(log_fd >= 0 ? log_fd : null_fd, 2);
-    std::string data_flag = "--data-dir=" + dir.root();
-    std::string log_flag = "--log-file=" + log;
-    execlp(hpod.c_str(), hpod.c_str(), data_flag.c_str(), log_flag.c_str(), static_cast<char*>(nullptr));
+    std::vector<std::string> args = {hpod, "--data-dir=" + dir.root(), "--log-file=" + log};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
     ::_exit(127);
   }
   int status = 0;

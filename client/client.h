@@ -71,8 +71,9 @@ class TrialReporter {
   std::string token_;
 };
 
-// Starts hpod for the data directory in the background and waits until it answers.
-absl::Status StartDaemon(absl::Duration timeout);
+// Starts hpod for the data directory in the background, with `extra_args` (e.g. "--cpus=4"),
+// and waits until it answers.
+absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args = {});
 // Sends SIGTERM to the data directory's hpod and waits until it is gone.
 absl::Status StopDaemon(absl::Duration timeout);
 

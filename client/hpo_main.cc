@@ -279,12 +279,22 @@ int main(int argc, char** argv) {
   // daemon
   auto* daemon = app.add_subcommand("daemon", "start, stop or check the local hpod");
   daemon->require_subcommand(1);
-  daemon->add_subcommand("start", "start hpod in the background")->callback([&] {
+  int daemon_gpus = -1, daemon_cpus = 0;
+  std::string daemon_listen;
+  auto* start = daemon->add_subcommand("start", "start hpod in the background");
+  start->add_option("--gpus", daemon_gpus, "GPUs to hand out (default: what `nvidia-smi -L` lists)");
+  start->add_option("--cpus", daemon_cpus, "CPU slots to hand out (default: online CPUs)");
+  start->add_option("--listen", daemon_listen, "TCP address for trials (default 127.0.0.1:0)");
+  start->callback([&] {
     if (Client::Local(false).ok()) {
       std::printf("hpod already runs for %s\n", hpo::DataDir::FromEnvironment().root().c_str());
       return;
     }
-    absl::Status s = hpo::client::StartDaemon(absl::Seconds(20));
+    std::vector<std::string> args;
+    if (daemon_gpus >= 0) args.push_back(absl::StrCat("--gpus=", daemon_gpus));
+    if (daemon_cpus > 0) args.push_back(absl::StrCat("--cpus=", daemon_cpus));
+    if (!daemon_listen.empty()) args.push_back("--listen=" + daemon_listen);
+    absl::Status s = hpo::client::StartDaemon(absl::Seconds(20), args);
     if (!s.ok()) rc = Fail(s);
     else std::printf("hpod started for %s\n", hpo::DataDir::FromEnvironment().root().c_str());
   });

@@ -103,7 +103,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
         auto it = t.last_metrics().find(metrics[i]);
         row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
       }
-      row.push_back(t.has_started_at() ? hpo::FormatDuration(absl::Seconds(RuntimeSeconds(t))) : "-");
+      row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t))) : "-");
       rows.push_back(std::move(row));
     }
     std::vector<size_t> widths(header.size(), 0);
@@ -128,7 +128,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
   std::string out;
   size_t shown = rows.size();
   size_t hidden = 0;
-  if (options.max_rows > 0 && rows.size() > static_cast<size_t>(options.max_rows) + 1) {
+  if (options.max_rows > 0 && rows.size() > static_cast<size_t>(options.max_rows)) {
     shown = static_cast<size_t>(std::max(options.max_rows, 1));  // header + (max_rows - 1) rows
     hidden = rows.size() - shown;
   }
@@ -157,7 +157,7 @@ std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& tr
   absl::Time created = FromProto(sweep.created_at());
   absl::Time end = sweep.has_ended_at() ? FromProto(sweep.ended_at()) : absl::Now();
   std::string out = absl::StrCat("sweep ", sweep.id(), " '", sweep.name(), "'  ", StateName(sweep.state()),
-                                 "  elapsed ", hpo::FormatDuration(end - created), "\n");
+                                 "  elapsed ", hpo::HumanDuration(end - created), "\n");
   std::map<std::string, int> counts;
   for (const auto& t : trials) counts[StateName(t.state())]++;
   std::vector<std::string> parts;

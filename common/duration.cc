@@ -48,7 +48,7 @@ absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text) {
   return total;
 }
 
-std::string FormatDuration(absl::Duration d) {
+std::string HumanDuration(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
   if (d < absl::Seconds(1)) return absl::StrFormat("%dms", absl::ToInt64Milliseconds(d));
   if (d < absl::Minutes(1)) return absl::StrFormat("%.1fs", absl::ToDoubleSeconds(d));

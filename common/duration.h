@@ -14,6 +14,6 @@ namespace hpo {
 absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text);
 
 // "1h02m03s", "4.2s", "350ms": short, for tables.
-std::string FormatDuration(absl::Duration d);
+std::string HumanDuration(absl::Duration d);
 
 }  // namespace hpo

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
@@ -277,6 +278,18 @@ absl::Status Controller::Recover() {
       s.trials.push_back(std::move(rt));
     }
     sweeps_[id] = std::move(sweep);
+    // LOST trials whose retry was not created yet are retried now (the retry queue lives in
+    // memory only).
+    std::set<int64_t> retried;
+    for (auto& t : s.trials) {
+      if (t->rec.retry_of != 0) retried.insert(t->rec.retry_of);
+    }
+    for (auto& t : s.trials) {
+      if (t->rec.state == v1::TRIAL_STATE_LOST && !retried.count(t->rec.id) && !s.Final() &&
+          s.rec.ending == v1::SWEEP_STATE_UNSPECIFIED && t->rec.attempt <= s.spec.max_retries) {
+        s.retries.push_back(t->rec.number);
+      }
+    }
     for (auto& t : s.trials) {
       if (IsFinal(t->rec.state)) {
         UpdateBest(s, *t);

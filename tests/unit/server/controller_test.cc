@@ -1,0 +1,385 @@
+// The controller in virtual time: SimulatedBackend + FakeClock + a real SqliteStore in a temp
+// dir. Every failure path the controller handles has a case here.
+#include "server/controller.h"
+
+#include <stdlib.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/sqlite_store.h"
+#include "slurm_backend/simulated_backend.h"
+
+namespace hpo::server {
+namespace {
+
+using backend::LaunchSpec;
+using backend::SimulatedFate;
+
+class RecordingSink final : public EventSink {
+ public:
+  void Push(const v1::Event& e) override { events.push_back(e); }
+  void Close(const absl::Status& s) override { closed = s; }
+  bool Gone() const override { return false; }
+  std::vector<v1::Event> events;
+  std::optional<absl::Status> closed;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hpo-ctl-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+    OpenStore();
+    backend_ = std::make_unique<backend::SimulatedBackend>(clock_, 4, 8, [this](const LaunchSpec& s) {
+      return script_ ? script_(s) : SimulatedFate{};
+    });
+    MakeController();
+  }
+  void OpenStore() {
+    SqliteStore::Options o;
+    o.durable = false;
+    store_ = std::move(*SqliteStore::Open(root_ + "/hpod.db", o));
+  }
+  void MakeController() {
+    Controller::Options o;
+    o.data_dir = DataDir(root_);
+    o.report_endpoint = "unix:/nowhere";
+    controller_ = std::make_unique<Controller>(o, *store_, *backend_, clock_);
+    ASSERT_TRUE(controller_->Recover().ok());
+  }
+  // Advances virtual time in 1 s ticks until every sweep ended (or `limit` passed).
+  void RunUntilEnded(absl::Duration limit = absl::Hours(10)) {
+    for (absl::Duration t; t < limit && !controller_->AllSweepsEnded(); t += absl::Seconds(1)) {
+      controller_->RunOnce();
+      clock_.Advance(absl::Seconds(1));
+    }
+    controller_->RunOnce();
+  }
+  int64_t Submit(const std::string& yaml) {
+    v1::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_source("t.yaml");
+    req.set_base_dir(root_);
+    auto s = controller_->Submit(req);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->id() : 0;
+  }
+  std::vector<v1::Trial> Trials(int64_t sweep) {
+    v1::ListTrialsRequest req;
+    req.set_sweep_id(sweep);
+    return *controller_->ListTrials(req);
+  }
+  std::map<std::string, int> Counts(int64_t sweep) {
+    std::map<std::string, int> out;
+    for (const auto& t : Trials(sweep)) out[TrialStateName(t.state())]++;
+    return out;
+  }
+  // The token of a trial, read back from what the backend was given.
+  std::string TokenOf(int64_t trial_id) {
+    for (const auto& s : backend_->launched()) {
+      if (s.trial_id == trial_id) return s.env.at("HPO_TRIAL_TOKEN");
+    }
+    return "";
+  }
+  absl::StatusOr<v1::ReportResponse> Report(int64_t trial_id, std::map<std::string, double> m,
+                                            std::optional<int64_t> step = std::nullopt,
+                                            std::string token = "") {
+    v1::ReportRequest req;
+    req.set_trial_id(trial_id);
+    if (step) req.set_step(*step);
+    for (auto& [k, v] : m) (*req.mutable_metrics())[k] = v;
+    return controller_->Report(req, token.empty() ? TokenOf(trial_id) : token);
+  }
+  int64_t ReportRows() {
+    int64_t n = 0;
+    auto sweeps = store_->LoadSweeps();
+    for (auto& s : *sweeps) {
+      std::vector<TrialRecord> trials = *store_->LoadTrials(s.id);
+      for (auto& t : trials) n += static_cast<int64_t>(store_->LoadReports(t.id)->size());
+    }
+    return n;
+  }
+
+  std::string Spec(int max_trials, int concurrent, std::string extra = "",
+                   std::string objective = "{metric: loss, direction: minimize}",
+                   std::string budget_extra = "") {
+    return absl::StrCat("parameters: {x: {type: float, low: 0, high: 1}, k: [a, b]}\n",
+                        "objective: ", objective, "\n", "command: [train, '--x={x}']\n",
+                        "budget: {max_trials: ", max_trials, ", max_concurrent: ", concurrent,
+                        budget_extra, "}\n", extra);
+  }
+
+  void Restart(bool crash) {
+    script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(10); return f; };
+    int64_t id = Submit(Spec(4, 2));
+    controller_->RunOnce();
+    auto running = Trials(id);
+    ASSERT_EQ(running.size(), 2u);
+    ASSERT_TRUE(Report(running[0].id(), {{"loss", 0.3}}, 4).ok());
+    controller_->RunOnce();
+    if (crash) {
+      // The daemon vanishes without a word (kill -9): nothing of it runs again.
+      (void)controller_.release();
+      (void)store_.release();
+    } else {
+      controller_.reset();
+      store_.reset();
+    }
+    OpenStore();
+    backend_ = std::make_unique<backend::SimulatedBackend>(clock_, 4, 8, [this](const LaunchSpec& s) { return script_(s); });
+    MakeController();
+    auto after = Trials(id);
+    EXPECT_EQ(after[0].state(), v1::TRIAL_STATE_LOST);
+    EXPECT_EQ(after[0].step(), 4);  // rebuilt from the stored reports
+    EXPECT_EQ(after[0].objective(), 0.3);
+    RunUntilEnded();
+    EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+    auto counts = Counts(id);
+    EXPECT_EQ(counts["LOST"], 2);
+    EXPECT_EQ(counts["COMPLETED"], 4);  // the sweep's 4 configurations, two of them retried
+    auto trials = Trials(id);
+    EXPECT_EQ(trials[2].retry_of(), trials[0].id());  // retries go first
+    EXPECT_EQ(trials[2].params().at("x").float_value(), trials[0].params().at("x").float_value());
+  }
+
+  std::string root_;
+  FakeClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::function<SimulatedFate(const LaunchSpec&)> script_;
+  std::unique_ptr<backend::SimulatedBackend> backend_;
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
+  int64_t id = Submit(Spec(10, 3));
+  int max_running = 0;
+  for (int i = 0; i < 200 && !controller_->AllSweepsEnded(); ++i) {
+    controller_->RunOnce();
+    max_running = std::max(max_running, backend_->Running());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(max_running, 3);
+  auto sweep = *controller_->GetSweep(id);
+  EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 10}}));
+  for (const auto& t : Trials(id)) {
+    EXPECT_EQ(t.params().size(), 2u);
+    EXPECT_EQ(t.backend_id(), absl::StrCat("sim:", t.id()));
+  }
+  // The command got its placeholders and the environment its HPO_* variables.
+  const LaunchSpec& first = backend_->launched()[0];
+  EXPECT_THAT(first.argv[1], ::testing::StartsWith("--x=0."));
+  for (const char* k : {"HPO_ENDPOINT", "HPO_SWEEP_ID", "HPO_TRIAL_ID", "HPO_TRIAL_TOKEN", "HPO_TRIAL_DIR"}) {
+    EXPECT_TRUE(first.env.count(k)) << k;
+  }
+}
+
+TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(100); return f; };
+  int64_t id = Submit(Spec(2, 2));
+  controller_->RunOnce();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  int64_t a = trials[0].id(), b = trials[1].id();
+  ASSERT_TRUE(Report(a, {{"loss", 0.9}}).ok());
+  auto r = Report(a, {{"loss", 0.4}, {"acc", 0.8}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->step(), 2);  // auto step
+  EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_CONTINUE);
+  ASSERT_TRUE(Report(a, {{"loss", 0.6}}, 10).ok());
+  ASSERT_TRUE(Report(b, {{"loss", 0.5}}).ok());
+  RunUntilEnded();
+  auto t = *controller_->GetTrial([&] { v1::GetTrialRequest q; q.set_trial_id(a); q.set_include_reports(true); return q; }());
+  EXPECT_EQ(t.trial().objective(), 0.6);  // last value, not best
+  EXPECT_EQ(t.trial().step(), 10);
+  EXPECT_EQ(t.reports_size(), 3);
+  EXPECT_EQ(t.trial().last_metrics().at("acc"), 0.8);
+  auto sweep = *controller_->GetSweep(id);
+  EXPECT_EQ(sweep.best_trial_id(), b);
+  EXPECT_EQ(sweep.best_objective(), 0.5);
+}
+
+TEST_F(ControllerTest, BadReportsStoreNothing) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(5); return f; };
+  int64_t id = Submit(Spec(1, 1));
+  controller_->RunOnce();
+  int64_t t = Trials(id)[0].id();
+  EXPECT_TRUE(absl::IsUnauthenticated(Report(t, {{"loss", 1}}, std::nullopt, "wrong").status()));
+  EXPECT_TRUE(absl::IsUnauthenticated(Report(t + 100, {{"loss", 1}}, std::nullopt, "x").status()));
+  auto nan = Report(t, {{"loss", std::nan("")}});
+  EXPECT_TRUE(absl::IsInvalidArgument(nan.status()));
+  EXPECT_THAT(std::string(nan.status().message()), ::testing::HasSubstr("only finite values"));
+  EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"loss", INFINITY}}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"bad name!", 1}}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"loss", 1}}, -1).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"loss", 1}}, int64_t{1} << 60).status()));
+  controller_->RunOnce();
+  EXPECT_EQ(ReportRows(), 0);
+  RunUntilEnded();
+  auto late = Report(t, {{"loss", 1}});
+  EXPECT_TRUE(absl::IsFailedPrecondition(late.status()));
+  EXPECT_EQ(ReportRows(), 0);
+}
+
+TEST_F(ControllerTest, TooManyFailuresFailTheSweep) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.exit_code = 2; return f; };
+  int64_t id = Submit(Spec(20, 2, "", "{metric: loss, direction: minimize}", ", max_failed: 3"));
+  RunUntilEnded();
+  auto sweep = *controller_->GetSweep(id);
+  EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_THAT(sweep.message(), ::testing::HasSubstr("max_failed"));
+  auto counts = Counts(id);
+  EXPECT_GE(counts["FAILED"], 3);
+  EXPECT_LE(counts["FAILED"] + counts["STOPPED"], 4);
+}
+
+TEST_F(ControllerTest, LostTrialsAreRetriedAsInfrastructureFailures) {
+  int launches = 0;
+  script_ = [&](const LaunchSpec&) {
+    SimulatedFate f;
+    f.lost = launches++ == 0;  // the very first launch is lost
+    return f;
+  };
+  int64_t id = Submit(Spec(3, 1));
+  RunUntilEnded();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 4u);
+  EXPECT_EQ(trials[0].state(), v1::TRIAL_STATE_LOST);
+  EXPECT_EQ(trials[1].retry_of(), trials[0].id());
+  EXPECT_EQ(trials[1].attempt(), 2);
+  EXPECT_EQ(trials[1].params().at("x").float_value(), trials[0].params().at("x").float_value());
+  EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Counts(id)["COMPLETED"], 3);
+}
+
+TEST_F(ControllerTest, CancelStopsRunningTrialsAndIgnoresTheRest) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Hours(1);
+    f.stop_after = absl::Seconds(3);
+    return f;
+  };
+  int64_t id = Submit(Spec(10, 4));
+  controller_->RunOnce();
+  EXPECT_EQ(backend_->Running(), 4);
+  auto s = controller_->Cancel(id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->state(), v1::SWEEP_STATE_RUNNING);  // still winding down
+  RunUntilEnded();
+  EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
+  EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"CANCELED", 4}}));
+  EXPECT_EQ(backend_->Running(), 0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Cancel(id).status()));
+  EXPECT_TRUE(absl::IsNotFound(controller_->Cancel(id + 1).status()));
+}
+
+TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Hours(1);
+    f.stop_after = absl::Seconds(2);
+    return f;
+  };
+  int64_t id = Submit(Spec(10, 3, "", "{metric: loss, direction: minimize, goal: 0.1}"));
+  controller_->RunOnce();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 3u);
+  auto r = Report(trials[0].id(), {{"loss", 0.5}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_CONTINUE);
+  r = Report(trials[1].id(), {{"loss", 0.05}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
+  // Everyone else learns at their next report.
+  r = Report(trials[0].id(), {{"loss", 0.4}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
+  EXPECT_THAT(r->reason(), ::testing::HasSubstr("reached the goal"));
+  RunUntilEnded();
+  auto sweep = *controller_->GetSweep(id);
+  EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_GOAL_REACHED);
+  EXPECT_EQ(sweep.best_trial_id(), trials[1].id());
+  EXPECT_EQ(Trials(id).size(), 3u);  // no trial started after the goal
+  EXPECT_EQ(Counts(id)["STOPPED"], 3);
+}
+
+TEST_F(ControllerTest, PauseHoldsNewTrials) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(5); return f; };
+  int64_t id = Submit(Spec(4, 1));
+  controller_->RunOnce();
+  ASSERT_TRUE(controller_->Pause(id).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Pause(id).status()));
+  for (int i = 0; i < 30; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    controller_->RunOnce();
+  }
+  EXPECT_EQ(Trials(id).size(), 1u);
+  ASSERT_TRUE(controller_->Resume(id).ok());
+  RunUntilEnded();
+  EXPECT_EQ(Counts(id)["COMPLETED"], 4);
+}
+
+TEST_F(ControllerTest, WallTimeEndsTheSweep) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Minutes(10); return f; };
+  int64_t id = Submit(absl::StrCat("parameters: {x: [1, 2, 3]}\nobjective: {metric: m, direction: max}\n",
+                                   "command: t\nbudget: {max_concurrent: 2, wall_time: 15m}\n"));
+  RunUntilEnded();
+  auto sweep = *controller_->GetSweep(id);
+  EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_TIMED_OUT);
+  auto counts = Counts(id);
+  EXPECT_EQ(counts["COMPLETED"], 2);
+  EXPECT_EQ(counts["STOPPED"], 2);
+}
+
+TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(3); return f; };
+  int64_t id = Submit(Spec(3, 1));
+  for (int i = 0; i < 4; ++i) {
+    controller_->RunOnce();
+    clock_.Advance(absl::Seconds(1));
+  }
+  auto early = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(controller_->Watch(id, 0, early).ok());
+  size_t replayed = early->events.size();
+  EXPECT_GT(replayed, 3u);
+  RunUntilEnded();
+  ASSERT_TRUE(early->closed.has_value());
+  EXPECT_TRUE(early->closed->ok());
+  const v1::Event& last = early->events.back();
+  EXPECT_EQ(last.kind(), v1::EVENT_KIND_SWEEP_STATE);
+  EXPECT_EQ(last.sweep().state(), v1::SWEEP_STATE_COMPLETED);
+  for (size_t i = 1; i < early->events.size(); ++i) {
+    EXPECT_LT(early->events[i - 1].seq(), early->events[i].seq());
+  }
+  // Resuming from the middle gives exactly the rest.
+  auto resumed = std::make_shared<RecordingSink>();
+  int64_t mid = early->events[replayed / 2].seq();
+  ASSERT_TRUE(controller_->Watch(id, mid, resumed).ok());
+  ASSERT_TRUE(resumed->closed.has_value());
+  EXPECT_EQ(resumed->events.size(), early->events.size() - replayed / 2 - 1);
+  EXPECT_EQ(resumed->events.back().seq(), last.seq());
+  EXPECT_TRUE(absl::IsNotFound(controller_->Watch(id + 9, 0, resumed)));
+}
+
+TEST_F(ControllerTest, CrashMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/true); }
+TEST_F(ControllerTest, ShutdownMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/false); }
+
+TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");
+  req.set_source("bad.yaml");
+  auto s = controller_->Submit(req);
+  ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("bad.yaml:2:"));
+  EXPECT_TRUE(store_->LoadSweeps()->empty());
+  // Resources that can never fit are refused at submit.
+  req.set_spec_yaml(Spec(1, 1, "resources: {gpus: 8}\n"));
+  s = controller_->Submit(req);
+  ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("GPU"));
+}
+
+}  // namespace
+}  // namespace hpo::server

@@ -1,0 +1,129 @@
+#include "server/sweep_spec.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpo::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kGood = R"(name: demo
+command: [python3, train.py, "--lr={lr}", "--act={act}", "--dir={trial_dir}"]
+parameters:
+  lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
+  units: {type: int, low: 16, high: 128, step: 16}
+  act: [relu, tanh]
+  flag: {type: categorical, values: [true, false, "1"]}
+  epochs: 10
+objective: {metric: val_loss, direction: minimize, goal: 0.05, use: best}
+env: {OMP_NUM_THREADS: "1"}
+workdir: sub
+budget: {max_trials: 30, max_concurrent: 4, max_failed: 3, wall_time: 2h}
+resources: {gpus: 1, cpus: 2}
+seed: 9
+stop_grace: 30s
+)";
+
+TEST(SweepSpec, ParsesEverySection) {
+  ParseResult r = ParseSweepSpec(kGood, "demo.yaml", "/base");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& s = *r.spec;
+  EXPECT_EQ(s.name, "demo");
+  ASSERT_EQ(s.space.params.size(), 5u);
+  EXPECT_EQ(s.space.params[0].name, "lr");  // file order kept
+  EXPECT_TRUE(s.space.params[0].log);
+  EXPECT_EQ(*s.space.params[1].step, 16);
+  EXPECT_EQ(s.space.params[3].choices[0], algorithms::ParamValue(true));
+  EXPECT_EQ(s.space.params[3].choices[2], algorithms::ParamValue(std::string("1")));  // quoted stays a string
+  EXPECT_EQ(s.space.params[4].type, algorithms::ParamType::kFixed);
+  EXPECT_EQ(s.objective.metric, "val_loss");
+  EXPECT_TRUE(s.objective.use_best);
+  EXPECT_EQ(*s.objective.goal, 0.05);
+  EXPECT_EQ(s.workdir, "/base/sub");
+  EXPECT_EQ(s.budget.max_trials, 30);
+  EXPECT_EQ(*s.budget.wall_time, absl::Hours(2));
+  EXPECT_EQ(s.resources.gpus, 1);
+  EXPECT_EQ(s.seed, 9u);
+  EXPECT_EQ(s.stop_grace, absl::Seconds(30));
+  EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "1");
+}
+
+TEST(SweepSpec, RendersPlaceholdersAndFlags) {
+  SweepSpec s = *ParseSweepSpec(kGood, "demo.yaml", "/base").spec;
+  algorithms::Params p = {{"lr", 0.001}, {"act", std::string("tanh")}, {"units", int64_t{32}},
+                          {"flag", true}, {"epochs", int64_t{10}}};
+  EXPECT_THAT(s.RenderCommand(p, 7, 3, 1, "/d/t3"),
+              ::testing::ElementsAre("python3", "train.py", "--lr=0.001", "--act=tanh", "--dir=/d/t3"));
+  s.pass_flags = true;
+  auto argv = s.RenderCommand(p, 7, 3, 1, "/d/t3");
+  EXPECT_EQ(argv.back(), "--units=32");
+  ParseResult shell = ParseSweepSpec(R"(command: "run --name {act} --x {{literal}}"
+parameters: {act: ["a b"]}
+objective: {metric: m, direction: max}
+budget: {max_trials: 1})", "s.yaml", "/");
+  ASSERT_TRUE(shell.errors.empty()) << shell.errors.front();
+  EXPECT_THAT(shell.spec->RenderCommand({{"act", std::string("a b")}}, 1, 0, 1, "/t"),
+              ::testing::ElementsAre("/bin/sh", "-c", "run --name 'a b' --x {literal}"));
+}
+
+std::vector<std::string> Errors(const std::string& yaml) {
+  return ParseSweepSpec(yaml, "bad.yaml", "/").errors;
+}
+
+TEST(SweepSpec, ErrorsNameFileLineColumn) {
+  auto e = Errors("parameters:\n  lr: {type: float, low: 1, high: 0}\nobjective: {metric: m, direction: max}\ncommand: x\nbudget: {max_trials: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:2:7:"));
+  EXPECT_THAT(e[0], HasSubstr("low must not exceed high"));
+
+  e = Errors("parameters:\n  lr: [1, 2\nobjective: x\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:"));
+  EXPECT_THAT(e[0], HasSubstr("YAML syntax error"));
+}
+
+TEST(SweepSpec, UnknownKeysSuggestTheNearOne) {
+  auto e = Errors(R"(parameters: {x: [1, 2]}
+objective: {metric: m, direction: max}
+command: x
+budget: {max_trial: 5}
+)");
+  ASSERT_FALSE(e.empty());
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:10: unknown key 'max_trial' in budget (did you mean 'max_trials'?)"));
+}
+
+TEST(SweepSpec, CollectsSeveralErrors) {
+  auto e = Errors(R"(parameters:
+  x: {type: float, low: 0, high: one}
+  y: {type: magic}
+objective: {metric: m, direction: sideways}
+command: [run, "{z}"]
+budget: {max_concurrent: 0}
+)");
+  ASSERT_GE(e.size(), 5u);
+  std::string all;
+  for (auto& s : e) all += s + "\n";
+  EXPECT_THAT(all, HasSubstr(":2:"));
+  EXPECT_THAT(all, HasSubstr("must be a finite number"));
+  EXPECT_THAT(all, HasSubstr("unknown type 'magic'"));
+  EXPECT_THAT(all, HasSubstr("direction must be minimize or maximize"));
+  EXPECT_THAT(all, HasSubstr("unknown placeholder {z}"));
+  EXPECT_THAT(all, HasSubstr("max_concurrent must be between 1"));
+}
+
+TEST(SweepSpec, RandomNeedsABound) {
+  auto e = Errors("parameters: {x: {type: float, low: 0, high: 1}}\nobjective: {metric: m, direction: min}\ncommand: x\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("max_trials or budget.wall_time"));
+  // A grid is bounded by itself.
+  EXPECT_TRUE(Errors("parameters: {x: [1, 2]}\nobjective: {metric: m, direction: min}\ncommand: x\nalgorithm: grid\n").empty());
+}
+
+TEST(SweepSpec, RefusesEmptyAndHugeFiles) {
+  EXPECT_THAT(Errors(""), ::testing::ElementsAre(HasSubstr("empty")));
+  EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')), ::testing::ElementsAre(HasSubstr("bytes; at most")));
+}
+
+}  // namespace
+}  // namespace hpo::server
