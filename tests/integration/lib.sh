@@ -1,0 +1,45 @@
+# Shared by the integration tests: a real hpod in a fresh data dir, driven by the real CLI.
+# Needs HPO_BIN (build/bin) and HPO_SRC (the source tree); ctest sets both.
+set -euo pipefail
+: "${HPO_BIN:?set HPO_BIN to the bin directory of the build}"
+: "${HPO_SRC:?set HPO_SRC to the source tree}"
+export PATH="$HPO_BIN:$PATH"
+export HPO_DATA_DIR
+HPO_DATA_DIR=$(mktemp -d /tmp/hpo-it.XXXXXX)
+WORK=$(mktemp -d /tmp/hpo-work.XXXXXX)
+PY=/usr/bin/python3
+
+cleanup() {
+  local rc=$?
+  hpo daemon stop >/dev/null 2>&1 || true
+  if [ $rc -ne 0 ] && [ -f "$HPO_DATA_DIR/hpod.log" ]; then
+    echo "--- hpod.log (last 40 lines) ---" >&2
+    tail -n 40 "$HPO_DATA_DIR/hpod.log" >&2
+  fi
+  rm -rf "$HPO_DATA_DIR" "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "PASS: $*"; }
+sql() { sqlite3 "$HPO_DATA_DIR/hpod.db" "$1"; }
+
+# Polls `cmd` (a string for eval) until it succeeds, for up to $2 seconds.
+wait_for() {
+  local cmd=$1 limit=${2:-30} i=0
+  while ! eval "$cmd" >/dev/null 2>&1; do
+    i=$((i + 1))
+    [ $i -gt $((limit * 10)) ] && fail "timed out waiting for: $cmd"
+    sleep 0.1
+  done
+}
+
+# Number of processes whose environment carries HPO_SWEEP_ID=$1 (trials and their children).
+trial_processes() {
+  local n=0 f
+  for f in /proc/[0-9]*/environ; do
+    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "HPO_SWEEP_ID=$1"; then n=$((n + 1)); fi
+  done
+  echo $n
+}
