@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,10 +16,11 @@
 
 namespace hpo::algorithms {
 
-// A trial's objective metric over its steps, in report order.
+// A trial's objective metric over its steps, in report order. A view: the caller owns the
+// points and keeps them alive for the call.
 struct Curve {
   int64_t trial_number = 0;
-  std::vector<std::pair<int64_t, double>> points;  // (step, value)
+  std::span<const std::pair<int64_t, double>> points;  // (step, value)
   bool finished = false;
 };
 

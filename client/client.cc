@@ -141,13 +141,60 @@ absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
 
 // ---------------------------------------------------------------------------------------------
 
-TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token)
-    : channel_(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials())),
+namespace {
+std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+}
+}  // namespace
+
+TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
+                             bool stream)
+    : channel_(ReportChannel(endpoint)),
       stub_(v1::ReportService::NewStub(channel_)),
       trial_id_(trial_id),
-      token_(std::move(token)) {}
+      token_(std::move(token)),
+      use_stream_(stream) {}
 
-absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment() {
+TrialReporter::~TrialReporter() { CloseStream(); }
+
+void TrialReporter::CloseStream() {
+  if (!stream_) return;
+  stream_->WritesDone();
+  (void)stream_->Finish();
+  stream_.reset();
+  stream_ctx_.reset();
+}
+
+absl::StatusOr<v1::ReportResponse> TrialReporter::Once(const v1::ReportRequest& req) {
+  v1::ReportResponse resp;
+  if (!use_stream_) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token_);
+    ctx.set_deadline(Deadline(absl::Seconds(30)));
+    ctx.set_wait_for_ready(true);
+    grpc::Status s = stub_->Report(&ctx, req, &resp);
+    if (!s.ok()) return FromGrpc(s);
+    return resp;
+  }
+  if (!stream_) {
+    stream_ctx_ = std::make_unique<grpc::ClientContext>();
+    stream_ctx_->AddMetadata("authorization", "Bearer " + token_);
+    stream_ctx_->set_wait_for_ready(true);
+    stream_ = stub_->ReportStream(stream_ctx_.get());
+  }
+  if (stream_->Write(req) && stream_->Read(&resp)) return resp;
+  // The stream ended: its status says why (a refused report, or the daemon went away).
+  stream_->WritesDone();
+  grpc::Status s = stream_->Finish();
+  stream_.reset();
+  stream_ctx_.reset();
+  if (s.ok()) return absl::UnavailableError("the report stream ended");
+  return FromGrpc(s);
+}
+
+absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bool stream) {
   const char* endpoint = std::getenv("HPO_ENDPOINT");
   const char* id = std::getenv("HPO_TRIAL_ID");
   const char* token = std::getenv("HPO_TRIAL_TOKEN");
@@ -156,7 +203,7 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment() 
     return absl::FailedPreconditionError(
         "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
   }
-  return std::make_unique<TrialReporter>(endpoint, trial_id, token);
+  return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream);
 }
 
 absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
@@ -169,16 +216,10 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
   absl::Time give_up = absl::Now() + retry_for;
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + token_);
-    ctx.set_deadline(Deadline(absl::Seconds(30)));
-    ctx.set_wait_for_ready(true);
-    v1::ReportResponse resp;
-    grpc::Status s = stub_->Report(&ctx, req, &resp);
-    if (s.ok()) return resp;
-    bool retryable = s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                     s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-    if (!retryable || absl::Now() + backoff > give_up) return FromGrpc(s);
+    absl::StatusOr<v1::ReportResponse> resp = Once(req);
+    if (resp.ok()) return resp;
+    bool retryable = absl::IsUnavailable(resp.status()) || absl::IsDeadlineExceeded(resp.status());
+    if (!retryable || absl::Now() + backoff > give_up) return resp.status();
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }

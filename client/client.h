@@ -55,8 +55,11 @@ class Client {
 class TrialReporter {
  public:
   // FAILED_PRECONDITION when the environment is not a trial's.
-  static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment();
-  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token);
+  // With `stream`, reports travel on one long-lived ReportStream (for programs that report
+  // often, like `hpo exec`); otherwise each is one Report call.
+  static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment(bool stream = false);
+  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token, bool stream = false);
+  ~TrialReporter();
 
   // Pushes one report (step < 0: the next step). Retries while the daemon is unavailable,
   // for up to `retry_for`. The reply says whether to continue.
@@ -65,10 +68,16 @@ class TrialReporter {
   int64_t trial_id() const { return trial_id_; }
 
  private:
+  absl::StatusOr<v1::ReportResponse> Once(const v1::ReportRequest& req);
+  void CloseStream();
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ReportService::Stub> stub_;
   int64_t trial_id_;
   std::string token_;
+  bool use_stream_;
+  std::unique_ptr<grpc::ClientContext> stream_ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ReportRequest, v1::ReportResponse>> stream_;
 };
 
 // Starts hpod for the data directory in the background, with `extra_args` (e.g. "--cpus=4"),

@@ -185,7 +185,7 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
     std::fprintf(stderr, "hpo exec: bad regex '%s': %s\n", regex_text.c_str(), e.what());
     return 2;
   }
-  auto reporter = hpo::client::TrialReporter::FromEnvironment();
+  auto reporter = hpo::client::TrialReporter::FromEnvironment(/*stream=*/true);
   if (!reporter.ok()) {
     std::fprintf(stderr, "hpo exec: %s; running without reporting\n", std::string(reporter.status().message()).c_str());
   }

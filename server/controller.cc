@@ -55,7 +55,6 @@ bool Controller::SweepRt::Final() const { return IsFinalSweep(rec.state); }
 
 Controller::Controller(Options options, Store& store, backend::Backend& backend, const Clock& clock)
     : options_(std::move(options)), store_(store), backend_(backend), clock_(clock) {
-  last_progress_flush_ = clock_.Now();
   next_tick_ = clock_.Now();
 }
 
@@ -64,7 +63,10 @@ Controller::~Controller() { Shutdown(); }
 // ---------------------------------------------------------------------------------------------
 // Batches
 
-void Controller::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Controller::Start() {
+  completer_ = std::thread([this] { CompleterLoop(); });
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Controller::Shutdown() {
   {
@@ -74,6 +76,12 @@ void Controller::Shutdown() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard lock(done_mu_);
+    done_stopping_ = true;
+  }
+  done_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
   // Trials cannot outlive this daemon yet: end them and record why, so the next start retries
   // them instead of guessing.
   std::vector<Work> last;
@@ -88,15 +96,21 @@ void Controller::Shutdown() {
     }
     return nullptr;
   });
+  last.push_back([this]() -> Done {
+    if (absl::Status s = store_.FlushReportLog(); !s.ok()) spdlog::error("store: {}", s.ToString());
+    return nullptr;
+  });
   RunBatch(last, false);
 }
 
 void Controller::Post(Work work) {
+  bool wake;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(work));
+    wake = waiting_;  // a busy loop takes the queue when its batch is done: no syscall needed
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 void Controller::RunOnce() {
@@ -117,7 +131,9 @@ void Controller::Loop() {
       auto deadline = std::chrono::steady_clock::now() +
                       std::chrono::microseconds(std::max<int64_t>(
                           0, absl::ToInt64Microseconds(next_tick_ - clock_.Now())));
+      waiting_ = true;
       cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
+      waiting_ = false;
       if (stopping_) break;
       batch.swap(queue_);
     }
@@ -139,6 +155,12 @@ void Controller::RunBatch(std::vector<Work>& batch, bool tick) {
     if (Done done = work()) dones.push_back(std::move(done));
   }
   if (tick) Tick();
+  // Staged reports move to their indexed table in small, frequent steps: each step touches one
+  // index page per reporting trial, and small steps keep every batch short.
+  if (clock_.Now() - last_report_flush_ >= options_.report_flush_interval) {
+    last_report_flush_ = clock_.Now();
+    if (absl::Status s = store_.FlushReportLog(); !s.ok()) spdlog::error("store: {}", s.ToString());
+  }
   absl::Status commit = begin.ok() ? store_.Commit() : begin;
   if (!commit.ok()) {
     spdlog::error("store commit failed; the batch's changes are not durable: {}", commit.ToString());
@@ -162,7 +184,33 @@ void Controller::RunBatch(std::vector<Work>& batch, bool tick) {
     }
   }
   unpublished_.clear();
-  for (Done& done : dones) done(commit);
+  if (dones.empty()) return;
+  if (!completer_.joinable()) {  // RunOnce (tests) and shutdown: complete inline
+    for (Done& done : dones) done(commit);
+    return;
+  }
+  // Answering (gRPC writes) happens on the completer thread, so the next batch's work and its
+  // commit overlap with sending this batch's replies.
+  {
+    std::lock_guard lock(done_mu_);
+    done_queue_.emplace_back(std::move(dones), commit);
+  }
+  done_cv_.notify_one();
+}
+
+void Controller::CompleterLoop() {
+  while (true) {
+    std::vector<std::pair<std::vector<Done>, absl::Status>> work;
+    {
+      std::unique_lock lock(done_mu_);
+      done_cv_.wait(lock, [&] { return !done_queue_.empty() || done_stopping_; });
+      if (done_queue_.empty() && done_stopping_) return;
+      work.swap(done_queue_);
+    }
+    for (auto& [dones, commit] : work) {
+      for (Done& done : dones) done(commit);
+    }
+  }
 }
 
 void Controller::Tick() {
@@ -170,7 +218,7 @@ void Controller::Tick() {
   for (auto& [id, sweep] : sweeps_) {
     if (!sweep->Final()) Schedule(*sweep);
   }
-  if (clock_.Now() - last_progress_flush_ >= options_.progress_interval) FlushProgress();
+  FlushProgress();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,6 +249,7 @@ void Controller::SaveTrial(SweepRt& sweep, TrialRt& trial, v1::EventKind kind) {
     spdlog::error("trial {}: {}", trial.rec.id, s.ToString());
   }
   trial.progress_dirty = false;
+  trial.last_saved = clock_.Now();
   Emit(sweep, kind, &trial);
 }
 
@@ -212,12 +261,21 @@ void Controller::SaveSweep(SweepRt& sweep) {
 }
 
 void Controller::FlushProgress() {
-  last_progress_flush_ = clock_.Now();
-  for (auto& [id, sweep] : sweeps_) {
-    if (sweep->Final()) continue;
-    for (auto& t : sweep->trials) {
-      if (t->progress_dirty) SaveTrial(*sweep, *t, v1::EVENT_KIND_TRIAL_PROGRESS);
+  // Each trial's progress is saved at most once per progress_interval, each on its own
+  // schedule, so that no single tick writes every trial at once.
+  absl::Time now = clock_.Now();
+  for (auto it = dirty_.begin(); it != dirty_.end();) {
+    auto [sweep, trial] = FindTrial(*it);
+    if (trial == nullptr || !trial->progress_dirty) {
+      it = dirty_.erase(it);
+      continue;
     }
+    if (now - trial->last_saved < options_.progress_interval) {
+      ++it;
+      continue;
+    }
+    SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
+    it = dirty_.erase(it);
   }
 }
 
@@ -238,6 +296,7 @@ absl::StatusOr<std::unique_ptr<Controller::SweepRt>> Controller::BuildSweep(Swee
   if (!stopper.ok()) return stopper.status();
   sweep->sampler = std::move(*sampler);
   sweep->stopper = std::move(*stopper);
+  sweep->stopper_is_none = sweep->stopper->Name() == "none";
   sweep->limit = sweep->spec.TrialLimit(*sweep->sampler);
   sweep->rec = std::move(rec);
   return sweep;
@@ -246,6 +305,7 @@ absl::StatusOr<std::unique_ptr<Controller::SweepRt>> Controller::BuildSweep(Swee
 absl::Status Controller::Recover() {
   ASSIGN_OR_RETURN(std::vector<SweepRecord> records, store_.LoadSweeps());
   RETURN_IF_ERROR(store_.Begin());
+  RETURN_IF_ERROR(store_.FlushReportLog());
   int lost = 0;
   for (SweepRecord& rec : records) {
     int64_t id = rec.id;
@@ -789,7 +849,10 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   rec.step = step;
   ++rec.report_count;
   for (const auto& [k, v] : report.metrics) rec.last_metrics[k] = v;
-  trial->progress_dirty = true;
+  if (!trial->progress_dirty) {
+    trial->progress_dirty = true;
+    dirty_.insert(rec.id);
+  }
   const Objective& objective = sweep->spec.objective;
   v1::ReportResponse resp;
   resp.set_step(step);
@@ -810,14 +873,16 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
     } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED) {
       std::vector<algorithms::Curve> curves;
       std::vector<const algorithms::Curve*> others;
-      if (sweep->stopper->Name() != "none") {
+      if (!sweep->stopper_is_none) {
         curves.reserve(sweep->trials.size());
         for (const auto& t : sweep->trials) {
-          if (t.get() != trial) curves.push_back({t->rec.number, t->curve, IsFinal(t->rec.state)});
+          if (t.get() != trial) {
+            curves.push_back({t->rec.number, {t->curve.data(), t->curve.size()}, IsFinal(t->rec.state)});
+          }
         }
         for (const auto& c : curves) others.push_back(&c);
       }
-      algorithms::Curve mine{rec.number, trial->curve, false};
+      algorithms::Curve mine{rec.number, {trial->curve.data(), trial->curve.size()}, false};
       algorithms::StopDecision d = sweep->stopper->Decide(mine, others, objective.direction);
       if (d.decision == algorithms::Decision::kStop) RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason);
     }

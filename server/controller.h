@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -51,6 +52,7 @@ class Controller {
     std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
     absl::Duration tick = absl::Milliseconds(50);
     absl::Duration progress_interval = absl::Milliseconds(500);
+    absl::Duration report_flush_interval = absl::Milliseconds(50);  // see Store::FlushReportLog
   };
   // Runs after the batch it ran in has been committed, with the commit's status.
   using Done = std::function<void(const absl::Status& commit)>;
@@ -95,7 +97,8 @@ class Controller {
  private:
   struct TrialRt {
     TrialRecord rec;
-    bool progress_dirty = false;
+    bool progress_dirty = false;     // reported since last saved
+    absl::Time last_saved = absl::InfinitePast();
     v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;  // set once a stop was requested
     std::string stop_reason;
     std::vector<std::pair<int64_t, double>> curve;  // objective metric per step
@@ -105,6 +108,7 @@ class Controller {
     SweepSpec spec;
     std::unique_ptr<algorithms::Sampler> sampler;
     std::unique_ptr<algorithms::Stopper> stopper;
+    bool stopper_is_none = true;  // skip building the other curves for the no-op stopper
     std::vector<std::unique_ptr<TrialRt>> trials;  // creation order; index == number
     int64_t sampled = 0;         // trials proposed by the sampler (retries excluded)
     int64_t limit = 0;           // SweepSpec::TrialLimit; 0: unbounded
@@ -119,6 +123,7 @@ class Controller {
   };
 
   void Loop();
+  void CompleterLoop();
   void RunBatch(std::vector<Work>& batch, bool tick);
   void Tick();
   void HandleBackendEvent(const backend::BackendEvent& e);
@@ -150,14 +155,23 @@ class Controller {
   std::unordered_map<int64_t, std::pair<SweepRt*, TrialRt*>> trials_by_id_;
   std::vector<std::pair<int64_t, v1::Event>> unpublished_;  // (sweep, event) of this batch
   int64_t committed_seq_ = 0;
-  absl::Time last_progress_flush_;
+  std::set<int64_t> dirty_;  // ids of trials with unsaved progress
+  absl::Time last_report_flush_ = absl::InfinitePast();
   absl::Time next_tick_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Work> queue_;  // guarded by mu_
   bool stopping_ = false;    // guarded by mu_
+  bool waiting_ = false;     // guarded by mu_: the loop sleeps on cv_
   std::thread thread_;
+
+  // Continuations of committed batches, run in order on the completer thread.
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::vector<std::pair<std::vector<Done>, absl::Status>> done_queue_;  // guarded by done_mu_
+  bool done_stopping_ = false;                                          // guarded by done_mu_
+  std::thread completer_;
 };
 
 std::string TrialStateName(v1::TrialState s);  // "RUNNING"

@@ -1,6 +1,7 @@
 #include "absl/strings/string_view.h"
 #include "server/hpo_service.h"
 
+#include <atomic>
 #include <deque>
 
 #include "absl/strings/str_cat.h"
@@ -112,7 +113,66 @@ void WatchSink::Close(const absl::Status& status) {
   if (reactor_ != nullptr) reactor_->End(ToGrpc(status));
 }
 
+// One trial's report stream: read a report, let the controller store and answer it, write the
+// reply after the commit, read the next. Deletes itself in OnDone.
+class ReportStreamReactor final
+    : public grpc::ServerBidiReactor<v1::ReportRequest, v1::ReportResponse> {
+ public:
+  ReportStreamReactor(Controller& controller, std::string token)
+      : controller_(controller), token_(std::move(token)) {
+    StartRead(&req_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client closed its side (or went away)
+      End(grpc::Status::OK);
+      return;
+    }
+    controller_.Post([this]() -> Controller::Done {
+      auto r = controller_.Report(req_, token_);
+      absl::Status s = r.status();
+      if (r.ok()) resp_ = std::move(*r);
+      return [this, s](const absl::Status& commit) {
+        absl::Status final = s.ok() ? commit : s;
+        if (!final.ok()) {
+          End(ToGrpc(final));
+        } else {
+          StartWrite(&resp_);
+        }
+      };
+    });
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      End(grpc::Status(grpc::StatusCode::CANCELLED, "client went away"));
+      return;
+    }
+    StartRead(&req_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void End(const grpc::Status& status) {
+    if (finished_.exchange(true)) return;
+    Finish(status);
+  }
+
+  Controller& controller_;
+  std::string token_;
+  v1::ReportRequest req_;
+  v1::ReportResponse resp_;
+  std::atomic<bool> finished_{false};
+};
+
 }  // namespace
+
+void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reports are tiny and frequent: bandwidth-delay probing only adds pings per connection.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // Not GRPC_ARG_MINIMAL_STACK: in gRPC 1.51 it drops the filter that enforces the message size
+  // limit (tests/unit/server/grpc_limits_test.cc catches that).
+}
 
 std::string BearerToken(const grpc::ServerContextBase& ctx) {
   const auto& md = ctx.client_metadata();
@@ -271,6 +331,11 @@ grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext*
     return [reactor, s](const absl::Status& commit) { reactor->Finish(ToGrpc(s.ok() ? commit : s)); };
   });
   return reactor;
+}
+
+grpc::ServerBidiReactor<v1::ReportRequest, v1::ReportResponse>* ReportServiceImpl::ReportStream(
+    grpc::CallbackServerContext* ctx) {
+  return new ReportStreamReactor(controller_, BearerToken(*ctx));
 }
 
 }  // namespace hpo::server

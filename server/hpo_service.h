@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "grpcpp/server_builder.h"
 #include "hpo/v1/hpo.grpc.pb.h"
 #include "server/controller.h"
 
@@ -67,10 +68,17 @@ class ReportServiceImpl final : public v1::ReportService::CallbackService {
   explicit ReportServiceImpl(Controller& controller) : controller_(controller) {}
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx, const v1::ReportRequest* req,
                                    v1::ReportResponse* resp) override;
+  grpc::ServerBidiReactor<v1::ReportRequest, v1::ReportResponse>* ReportStream(
+      grpc::CallbackServerContext* ctx) override;
 
  private:
   Controller& controller_;
 };
+
+// Transport settings every hpod server uses: message size limit, HTTP/2 tuning for many small
+// messages on many connections.
+void ConfigureServerBuilder(grpc::ServerBuilder& builder);
+inline constexpr int kMaxMessageBytes = 4 << 20;
 
 // The token in "authorization: Bearer <token>" metadata, or "".
 std::string BearerToken(const grpc::ServerContextBase& ctx);

@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -54,11 +55,16 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs to hand out (default: as many as `nvidia-smi -L` lists)");
   app.add_option("--cpus", cpus, "CPU slots to hand out (default: online CPUs)");
   app.add_option("--tick-ms", tick_ms, "scheduling tick in milliseconds")->capture_default_str();
+  int flush_ms = 50;
+  app.add_option("--report-flush-ms", flush_ms,
+                 "how often staged reports move to their indexed table")->capture_default_str();
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
   app.add_flag("--no-durable", no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
   CLI11_PARSE(app, argc, argv);
+  // gRPC's absl::Mutex would otherwise track lock graphs for deadlock detection on every lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   if (!log_file.empty()) {
     spdlog::set_default_logger(spdlog::basic_logger_mt("hpod", log_file));
@@ -106,6 +112,7 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.hpo_bin_dir = SelfDir();
   options.tick = absl::Milliseconds(tick_ms);
+  options.report_flush_interval = absl::Milliseconds(flush_ms);
   hpo::server::Controller controller(options, **store, backend, hpo::SystemClock::Get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -113,6 +120,7 @@ int main(int argc, char** argv) {
   hpo::server::HpoServiceImpl hpo_service(controller, *token);
   hpo::server::ReportServiceImpl report_service(controller);
   grpc::ServerBuilder builder;
+  hpo::server::ConfigureServerBuilder(builder);
   ::unlink(data_dir.socket_path().c_str());
   builder.AddListeningPort(data_dir.socket_target(), grpc::InsecureServerCredentials());
   int tcp_port = 0;

@@ -60,6 +60,15 @@ const std::vector<const char*> kMigrations = {
       time REAL NOT NULL
     );
     CREATE INDEX reports_by_trial ON reports(trial_id, step);
+    -- New reports land here (append-only, no index: each commit writes a page or two) and move
+    -- to `reports`, sorted by trial, once per controller tick (FlushReportLog).
+    CREATE TABLE report_log (
+      trial_id INTEGER NOT NULL,
+      step INTEGER NOT NULL,
+      metric TEXT NOT NULL,
+      value REAL NOT NULL,
+      time REAL NOT NULL
+    );
     CREATE TABLE events (
       seq INTEGER PRIMARY KEY AUTOINCREMENT,
       sweep_id INTEGER NOT NULL,
@@ -132,10 +141,35 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   }
   if (absl::Status s = store->Exec(options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s.ok()) return s;
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
+  if (absl::Status s = store->Exec("PRAGMA wal_autocheckpoint=0"); !s.ok()) return s;
+  if (sqlite3_open_v2(path.c_str(), &store->checkpoint_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    return absl::UnavailableError(absl::StrCat("cannot open ", path, " for checkpoints"));
+  }
+  sqlite3_busy_timeout(store->checkpoint_db_, 1000);
+  SqliteStore* raw = store.get();
+  store->checkpointer_ = std::thread([raw] { raw->CheckpointLoop(); });
   return store;
 }
 
+void SqliteStore::CheckpointLoop() {
+  std::unique_lock lock(checkpoint_mu_);
+  while (!checkpoint_cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; })) {
+    lock.unlock();
+    int log_frames = 0, done_frames = 0;
+    sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done_frames);
+    lock.lock();
+  }
+}
+
 SqliteStore::~SqliteStore() {
+  {
+    std::lock_guard lock(checkpoint_mu_);
+    stopping_ = true;
+  }
+  checkpoint_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  if (checkpoint_db_ != nullptr) sqlite3_close(checkpoint_db_);
   for (auto& [sql, st] : stmts_) sqlite3_finalize(st);
   sqlite3_close(db_);
 }
@@ -292,7 +326,7 @@ absl::Status SqliteStore::UpdateTrial(const TrialRecord& t) {
 }
 
 absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
-  sqlite3_stmt* st = Prepare("INSERT INTO reports(trial_id, step, metric, value, time) VALUES(?,?,?,?,?)");
+  sqlite3_stmt* st = Prepare("INSERT INTO report_log(trial_id, step, metric, value, time) VALUES(?,?,?,?,?)");
   if (st == nullptr) return Error("preparing report insert");
   for (const auto& [metric, value] : r.metrics) {
     sqlite3_reset(st);
@@ -303,6 +337,16 @@ absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
     sqlite3_bind_double(st, 5, ToUnix(r.time));
     if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("storing a report of trial ", r.trial_id));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::FlushReportLog() {
+  sqlite3_stmt* move = Prepare(
+      "INSERT INTO reports(trial_id, step, metric, value, time) "
+      "SELECT trial_id, step, metric, value, time FROM report_log ORDER BY trial_id, rowid");
+  if (move == nullptr || sqlite3_step(move) != SQLITE_DONE) return Error("moving the report log");
+  sqlite3_stmt* clear = Prepare("DELETE FROM report_log");
+  if (clear == nullptr || sqlite3_step(clear) != SQLITE_DONE) return Error("clearing the report log");
   return absl::OkStatus();
 }
 
@@ -387,7 +431,11 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
 
 absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial_id) {
   sqlite3_stmt* st = Prepare(
-      "SELECT step, metric, value, time FROM reports WHERE trial_id=? ORDER BY rowid");
+      "SELECT step, metric, value, time FROM ("
+      " SELECT 0 AS part, rowid AS r, step, metric, value, time FROM reports WHERE trial_id=?1"
+      " UNION ALL"
+      " SELECT 1, rowid, step, metric, value, time FROM report_log WHERE trial_id=?1)"
+      " ORDER BY part, r");
   if (st == nullptr) return Error("preparing report load");
   sqlite3_bind_int64(st, 1, trial_id);
   std::vector<ReportRecord> out;
