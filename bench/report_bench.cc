@@ -58,20 +58,17 @@ void LoadGeneratorArgs(grpc::ChannelArguments& args) {
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
 }
 
-// One virtual trial: keeps exactly one report in flight until told to stop.
-class ReportLoop {
+// What both kinds of virtual trial share: a connection of its own, its credentials, the next
+// report to send, and the tally.
+class VirtualTrial {
  public:
-  ReportLoop(const std::string& endpoint, const Creds& creds) : creds_(creds) {
+  VirtualTrial(const std::string& endpoint, const Creds& creds, int64_t first_step)
+      : creds_(creds), step_(first_step) {
     grpc::ChannelArguments args;
     LoadGeneratorArgs(args);
     channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
     stub_ = hpo::v1::ReportService::NewStub(channel_);
     channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  }
-  void Start(std::atomic<bool>* stop, std::atomic<bool>* measuring) {
-    stop_ = stop;
-    measuring_ = measuring;
-    Next();
   }
   void Wait() {
     std::unique_lock lock(mu_);
@@ -79,68 +76,92 @@ class ReportLoop {
   }
   const std::vector<double>& latencies_ms() const { return latencies_ms_; }
   int64_t ok() const { return ok_; }
-  int64_t ok_measured() const { return static_cast<int64_t>(latencies_ms_.size()); }
   int64_t errors() const { return errors_; }
   const std::string& last_error() const { return last_error_; }
 
- private:
-  void Next() {
-    if (stop_->load()) {
-      std::lock_guard lock(mu_);
-      done_ = true;
-      cv_.notify_all();
-      return;
-    }
-    ctx_ = std::make_unique<grpc::ClientContext>();
-    ctx_->AddMetadata("authorization", "Bearer " + creds_.token);
+ protected:
+  // Fills req_ with the next report; false once told to stop.
+  bool PrepareNext() {
+    if (stop_->load()) return false;
     req_.Clear();
     req_.set_trial_id(creds_.trial_id);
     req_.set_step(++step_);
     (*req_.mutable_metrics())["loss"] = 1.0 / static_cast<double>(step_);
-    bool measured = measuring_->load();
-    auto sent = Clock::now();
-    stub_->async()->Report(ctx_.get(), &req_, &resp_, [this, sent, measured](grpc::Status s) {
-      double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
-      if (s.ok()) {
-        ++ok_;
-        if (measured) latencies_ms_.push_back(ms);
-      } else {
-        ++errors_;
-        last_error_ = s.error_message();
-      }
-      Next();
-    });
+    measured_ = measuring_->load();
+    sent_ = Clock::now();
+    return true;
+  }
+  void Answered() {
+    ++ok_;
+    if (measured_) {
+      latencies_ms_.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent_).count());
+    }
+  }
+  void Failed(const grpc::Status& s) {
+    ++errors_;
+    last_error_ = s.error_message();
+  }
+  void Done() {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
   }
 
   Creds creds_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<hpo::v1::ReportService::Stub> stub_;
-  std::unique_ptr<grpc::ClientContext> ctx_;
   hpo::v1::ReportRequest req_;
   hpo::v1::ReportResponse resp_;
-  int64_t step_ = 0;
+  std::atomic<bool>* stop_ = nullptr;
+  std::atomic<bool>* measuring_ = nullptr;
+
+ private:
+  int64_t step_;
+  bool measured_ = false;
+  Clock::time_point sent_;
   int64_t ok_ = 0, errors_ = 0;
   std::string last_error_;
   std::vector<double> latencies_ms_;
-  std::atomic<bool>* stop_ = nullptr;
-  std::atomic<bool>* measuring_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
 };
 
+// A virtual trial on unary Report: one call in flight until told to stop.
+class ReportLoop final : public VirtualTrial {
+ public:
+  ReportLoop(const std::string& endpoint, const Creds& creds) : VirtualTrial(endpoint, creds, 0) {}
+  void Start(std::atomic<bool>* stop, std::atomic<bool>* measuring) {
+    stop_ = stop;
+    measuring_ = measuring;
+    Next();
+  }
+
+ private:
+  void Next() {
+    if (!PrepareNext()) {
+      Done();
+      return;
+    }
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    ctx_->AddMetadata("authorization", "Bearer " + creds_.token);
+    stub_->async()->Report(ctx_.get(), &req_, &resp_, [this](grpc::Status s) {
+      if (s.ok()) Answered();
+      else Failed(s);
+      Next();
+    });
+  }
+  std::unique_ptr<grpc::ClientContext> ctx_;
+};
+
 double Percentile(std::vector<double>& v, double p);
 
-// One virtual trial on the ReportStream RPC: one stream, one report in flight at a time.
-class StreamLoop final : public grpc::ClientBidiReactor<hpo::v1::ReportRequest, hpo::v1::ReportResponse> {
+// A virtual trial on ReportStream: one stream, one report in flight at a time.
+class StreamLoop final : public VirtualTrial,
+                         public grpc::ClientBidiReactor<hpo::v1::ReportRequest, hpo::v1::ReportResponse> {
  public:
-  StreamLoop(const std::string& endpoint, const Creds& creds) : creds_(creds) {
-    grpc::ChannelArguments args;
-    LoadGeneratorArgs(args);
-    channel_ = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
-    stub_ = hpo::v1::ReportService::NewStub(channel_);
-    channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  }
+  // Steps far from the unary run's, which used the same trials.
+  StreamLoop(const std::string& endpoint, const Creds& creds) : VirtualTrial(endpoint, creds, 1'000'000'000) {}
   void Start(std::atomic<bool>* stop, std::atomic<bool>* measuring) {
     stop_ = stop;
     measuring_ = measuring;
@@ -149,68 +170,28 @@ class StreamLoop final : public grpc::ClientBidiReactor<hpo::v1::ReportRequest, 
     StartCall();
     Next();
   }
-  void Wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-  }
-  const std::vector<double>& latencies_ms() const { return latencies_ms_; }
-  int64_t ok() const { return ok_; }
-  int64_t errors() const { return errors_; }
-  const std::string& last_error() const { return last_error_; }
-
   void OnWriteDone(bool ok) override {
-    if (!ok) return;  // OnDone follows with the status
-    StartRead(&resp_);
+    if (ok) StartRead(&resp_);  // else OnDone follows with the status
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
-    double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent_).count();
-    ++ok_;
-    if (measured_) latencies_ms_.push_back(ms);
+    Answered();
     Next();
   }
   void OnDone(const grpc::Status& s) override {
-    if (!s.ok()) {
-      ++errors_;
-      last_error_ = s.error_message();
-    }
-    std::lock_guard lock(mu_);
-    done_ = true;
-    cv_.notify_all();
+    if (!s.ok()) Failed(s);
+    Done();
   }
 
  private:
   void Next() {
-    if (stop_->load()) {
+    if (!PrepareNext()) {
       StartWritesDone();
       return;
     }
-    req_.Clear();
-    req_.set_trial_id(creds_.trial_id);
-    req_.set_step(++step_);
-    (*req_.mutable_metrics())["loss"] = 1.0 / static_cast<double>(step_);
-    measured_ = measuring_->load();
-    sent_ = Clock::now();
     StartWrite(&req_);
   }
-
-  Creds creds_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<hpo::v1::ReportService::Stub> stub_;
   grpc::ClientContext ctx_;
-  hpo::v1::ReportRequest req_;
-  hpo::v1::ReportResponse resp_;
-  Clock::time_point sent_;
-  bool measured_ = false;
-  int64_t step_ = 1'000'000'000;  // steps apart from the unary run's
-  int64_t ok_ = 0, errors_ = 0;
-  std::string last_error_;
-  std::vector<double> latencies_ms_;
-  std::atomic<bool>* stop_ = nullptr;
-  std::atomic<bool>* measuring_ = nullptr;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
 };
 
 // Runs `k` loops of type L for `seconds` after a 1 s warm-up.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/convert.h"
 
 namespace hpo::server {
 namespace {
@@ -81,14 +82,6 @@ const std::vector<const char*> kMigrations = {
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 absl::Time FromUnix(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
-
-json ParamsToJson(const algorithms::Params& params) {
-  json j = json::object();
-  for (const auto& [k, v] : params) {
-    std::visit([&](const auto& x) { j[k] = x; }, v);
-  }
-  return j;
-}
 
 algorithms::Params ParamsFromJson(const json& j) {
   algorithms::Params out;
@@ -277,7 +270,7 @@ absl::Status SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   sqlite3_bind_int64(st, 1, t.sweep_id);
   sqlite3_bind_int64(st, 2, t.number);
   BindText(st, 3, v1::TrialState_Name(t.state));
-  BindText(st, 4, ParamsToJson(t.params).dump());
+  BindText(st, 4, ParamsToJsonText(t.params));
   sqlite3_bind_int64(st, 5, t.step);
   BindText(st, 6, json(t.last_metrics).dump());
   if (t.objective) sqlite3_bind_double(st, 7, *t.objective);
