@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "common/token.h"
 #include "server/convert.h"
 
@@ -166,12 +168,15 @@ class ReportStreamReactor final
 }  // namespace
 
 void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
+  // gRPC health checking (grpc.health.v1) and server reflection, for standard tooling.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Reports are tiny and frequent: bandwidth-delay probing only adds pings per connection.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   // Not GRPC_ARG_MINIMAL_STACK: in gRPC 1.51 it drops the filter that enforces the message size
-  // limit (tests/unit/server/grpc_limits_test.cc catches that).
+  // limit (tests/unit/server/grpc_server_test.cc catches that).
 }
 
 std::string BearerToken(const grpc::ServerContextBase& ctx) {

@@ -75,8 +75,8 @@ class ReportServiceImpl final : public v1::ReportService::CallbackService {
   Controller& controller_;
 };
 
-// Transport settings every hpod server uses: message size limit, HTTP/2 tuning for many small
-// messages on many connections.
+// What every hpod server has: health checking and reflection on, the message size limit, HTTP/2
+// tuning for many small messages on many connections.
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 inline constexpr int kMaxMessageBytes = 4 << 20;
 

@@ -115,8 +115,6 @@ int main(int argc, char** argv) {
   options.report_flush_interval = absl::Milliseconds(flush_ms);
   hpo::server::Controller controller(options, **store, backend, hpo::SystemClock::Get());
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   hpo::server::HpoServiceImpl hpo_service(controller, *token);
   hpo::server::ReportServiceImpl report_service(controller);
   grpc::ServerBuilder builder;

@@ -1,8 +1,11 @@
-// The gRPC server as hpod configures it: oversized messages are refused by the transport, and
-// wrong tokens are refused before anything reaches the controller's store.
+// The gRPC server as hpod configures it: health checking and reflection answer standard clients,
+// oversized messages are refused by the transport, wrong tokens change nothing.
 #include <stdlib.h>
 
 #include "gtest/gtest.h"
+#include <future>
+
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "server/controller.h"
 #include "server/hpo_service.h"
@@ -12,7 +15,7 @@
 namespace hpo::server {
 namespace {
 
-class GrpcLimitsTest : public ::testing::Test {
+class GrpcServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/hpo-grpc-XXXXXX";
@@ -51,7 +54,7 @@ class GrpcLimitsTest : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-TEST_F(GrpcLimitsTest, OversizedMessageIsRefused) {
+TEST_F(GrpcServerTest, OversizedMessageIsRefused) {
   auto stub = v1::HpoService::NewStub(channel_);
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer user-token");
@@ -63,7 +66,7 @@ TEST_F(GrpcLimitsTest, OversizedMessageIsRefused) {
   EXPECT_TRUE(store_->LoadSweeps()->empty());
 }
 
-TEST_F(GrpcLimitsTest, WrongUserTokenIsUnauthenticated) {
+TEST_F(GrpcServerTest, WrongUserTokenIsUnauthenticated) {
   auto stub = v1::HpoService::NewStub(channel_);
   for (const char* token : {"", "Bearer nope"}) {
     grpc::ClientContext ctx;
@@ -78,7 +81,7 @@ TEST_F(GrpcLimitsTest, WrongUserTokenIsUnauthenticated) {
   EXPECT_TRUE(stub->ListSweeps(&ctx, v1::ListSweepsRequest(), &resp).ok());
 }
 
-TEST_F(GrpcLimitsTest, ReportStreamRefusesAWrongTokenAndEnds) {
+TEST_F(GrpcServerTest, ReportStreamRefusesAWrongTokenAndEnds) {
   auto stub = v1::ReportService::NewStub(channel_);
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer wrong");
@@ -90,6 +93,67 @@ TEST_F(GrpcLimitsTest, ReportStreamRefusesAWrongTokenAndEnds) {
   v1::ReportResponse resp;
   EXPECT_FALSE(stream->Read(&resp));
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Calls `method` with raw protobuf bytes, as a client that has none of our generated code would.
+grpc::Status RawCall(std::shared_ptr<grpc::Channel> channel, const std::string& method,
+                     const std::string& request, std::string* response) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  grpc::Slice slice(request);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &req, &resp,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status s = done.get_future().get();
+  std::vector<grpc::Slice> slices;
+  if (s.ok() && resp.Dump(&slices).ok()) {
+    for (auto& sl : slices) response->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  }
+  return s;
+}
+
+TEST_F(GrpcServerTest, HealthServiceAnswersServing) {
+  std::string resp;
+  // grpc.health.v1.HealthCheckRequest{} is empty; the response {status: SERVING} is 08 01.
+  grpc::Status s = RawCall(channel_, "/grpc.health.v1.Health/Check", "", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp, std::string("\x08\x01", 2));
+}
+
+TEST_F(GrpcServerTest, ReflectionListsOurServices) {
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag;
+  bool ok;
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  // ServerReflectionRequest{list_services: "*"}: field 7, length-delimited.
+  std::string req_bytes = std::string("\x3a\x01*", 3);
+  grpc::Slice slice(req_bytes);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  call->Write(req, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  call->Read(&resp, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(resp.Dump(&slices).ok());
+  std::string bytes;
+  for (auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  EXPECT_NE(bytes.find("hpo.v1.HpoService"), std::string::npos);
+  EXPECT_NE(bytes.find("hpo.v1.ReportService"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+  call->WritesDone(reinterpret_cast<void*>(4));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace
