@@ -174,6 +174,9 @@ class Controller {
   std::thread completer_;
 };
 
+// True for the states a trial / sweep never leaves.
+bool IsFinal(v1::TrialState s);
+bool IsFinal(v1::SweepState s);
 std::string TrialStateName(v1::TrialState s);  // "RUNNING"
 std::string SweepStateName(v1::SweepState s);  // "COMPLETED"
 
