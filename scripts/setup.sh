@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libspdlog-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-optuna
+  slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils
 )
 
 missing=()
