@@ -471,6 +471,7 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
   launch.workdir = spec.workdir;
   launch.trial_dir = rec.trial_dir;
   launch.resources = spec.resources;
+  launch.placement = spec.placement;
   launch.env = spec.env;
   launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
   launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);

@@ -37,9 +37,10 @@ v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& r
   v1::ValidateSweepResponse resp;
   ParseResult parsed = ParseSweepSpec(req.spec_yaml(), req.source(), req.base_dir());
   if (parsed.spec) {
-    absl::Status fits = backend_.CheckFits(parsed.spec->resources);
+    absl::Status fits = backend_.CheckFits(parsed.spec->resources, parsed.spec->placement);
     if (!fits.ok()) {
-      parsed.errors.push_back(absl::StrCat(parsed.spec->source, ": resources: ", fits.message()));
+      parsed.errors.push_back(absl::StrCat(parsed.spec->source, ": resources/slurm (", backend_.Name(),
+                                           " backend): ", fits.message()));
     }
   }
   for (const std::string& e : parsed.errors) resp.add_errors(e);

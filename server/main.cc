@@ -22,6 +22,7 @@
 #include "server/hpo_service.h"
 #include "server/sqlite_store.h"
 #include "slurm_backend/local_backend.h"
+#include "slurm_backend/slurm_backend.h"
 #include "spdlog/sinks/basic_file_sink.h"
 #include "spdlog/spdlog.h"
 
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   int gpus = -1, cpus = 0, tick_ms = 50;
   std::string log_file, log_level = "info";
   bool no_durable = false;
+  std::string backend_name = "local", slurm_conf;
   app.add_option("--data-dir", data_dir_flag, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
   app.add_option("--listen", listen,
                  "TCP address for trials and remote clients (host:port; port 0 picks one; "
@@ -60,6 +62,9 @@ int main(int argc, char** argv) {
                  "how often staged reports move to their indexed table")->capture_default_str();
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--backend", backend_name, "where trials run: local or slurm")
+      ->check(CLI::IsMember({"local", "slurm"}))->capture_default_str();
+  app.add_option("--slurm-conf", slurm_conf, "slurm.conf for the slurm backend (default $SLURM_CONF)");
   app.add_flag("--no-durable", no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
   CLI11_PARSE(app, argc, argv);
@@ -103,10 +108,17 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  hpo::backend::LocalBackend::Options backend_options;
-  backend_options.gpus = gpus;
-  backend_options.cpus = cpus;
-  hpo::backend::LocalBackend backend(backend_options, hpo::SystemClock::Get());
+  std::unique_ptr<hpo::backend::Backend> backend_ptr;
+  if (backend_name == "slurm") {
+    backend_ptr = std::make_unique<hpo::backend::SlurmBackend>(hpo::backend::MakeLibSlurm(slurm_conf),
+                                                               hpo::SystemClock::Get());
+  } else {
+    hpo::backend::LocalBackend::Options backend_options;
+    backend_options.gpus = gpus;
+    backend_options.cpus = cpus;
+    backend_ptr = std::make_unique<hpo::backend::LocalBackend>(backend_options, hpo::SystemClock::Get());
+  }
+  hpo::backend::Backend& backend = *backend_ptr;
 
   hpo::server::Controller::Options options;
   options.data_dir = data_dir;

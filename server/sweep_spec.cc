@@ -160,6 +160,7 @@ class Parser {
   void Budget_(const YAML::Node& node, SweepSpec& spec);
   void Resources(const YAML::Node& node, SweepSpec& spec);
   void Algorithm(const YAML::Node& node, SweepSpec& spec);
+  void Slurm(const YAML::Node& node, SweepSpec& spec);
   void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
   void Top(const YAML::Node& root, SweepSpec& spec);
 
@@ -370,6 +371,24 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   if (node["tasks_per_node"]) r.tasks_per_node = static_cast<int>(Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
 }
 
+void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "slurm")) return;
+  CheckKeys(node, "slurm", {"mode", "partition", "account", "qos", "constraint", "reservation", "time_limit"});
+  backend::Placement& p = spec.placement;
+  if (node["mode"]) {
+    p.mode = String(node["mode"], "slurm mode").value_or("");
+    if (p.mode != "jobs" && p.mode != "steps") Error(node["mode"], "slurm mode must be steps or jobs");
+  }
+  for (auto [key, field] : {std::pair{"partition", &p.partition}, {"account", &p.account}, {"qos", &p.qos},
+                            {"constraint", &p.constraint}, {"reservation", &p.reservation}}) {
+    if (node[key]) *field = String(node[key], absl::StrCat("slurm ", key)).value_or("");
+  }
+  if (node["time_limit"]) {
+    auto d = Duration(node["time_limit"], "slurm time_limit");
+    if (d) p.time_limit_minutes = static_cast<int>(std::ceil(absl::ToDoubleMinutes(*d)));
+  }
+}
+
 void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.algorithm.name = node.Scalar();
@@ -406,7 +425,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     return;
   }
   CheckKeys(root, "the sweep", {"name", "parameters", "objective", "command", "pass_params", "env",
-                               "workdir", "budget", "resources", "algorithm", "early_stopping",
+                               "workdir", "budget", "resources", "slurm", "algorithm", "early_stopping",
                                "seed", "fom_regex", "stop_grace", "max_retries"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
@@ -436,6 +455,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   if (root["budget"]) Budget_(root["budget"], spec);
   if (root["resources"]) Resources(root["resources"], spec);
+  if (root["slurm"]) Slurm(root["slurm"], spec);
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);
   if (root["early_stopping"]) EarlyStopping(root["early_stopping"], spec);
   if (root["seed"]) spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));

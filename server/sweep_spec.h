@@ -46,6 +46,7 @@ struct SweepSpec {
   std::string workdir;               // absolute
   Budget budget;
   backend::Resources resources;
+  backend::Placement placement;      // the `slurm:` section
   algorithms::AlgorithmSpec algorithm;
   algorithms::StopperSpec early_stopping;
   uint64_t seed = 0;

@@ -26,6 +26,14 @@ struct Resources {
   int tasks_per_node = 1;
 };
 
+// Where a trial may run on a Slurm cluster (the sweep's `slurm:` section). The local backend
+// ignores it.
+struct Placement {
+  std::string mode = "jobs";  // "jobs": one batch job per trial; "steps": steps in allocations
+  std::string partition, account, qos, constraint, reservation;
+  int time_limit_minutes = 0;  // 0: the partition's default
+};
+
 struct LaunchSpec {
   int64_t trial_id = 0;
   int64_t sweep_id = 0;
@@ -34,6 +42,7 @@ struct LaunchSpec {
   std::string workdir;                     // absolute
   std::string trial_dir;                   // absolute; exists; logs go here
   Resources resources;
+  Placement placement;
 };
 
 struct BackendEvent {
@@ -58,7 +67,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string Name() const = 0;
   // OK when a trial with `r` could ever run here; INVALID_ARGUMENT saying why not otherwise.
-  virtual absl::Status CheckFits(const Resources& r) const = 0;
+  virtual absl::Status CheckFits(const Resources& r, const Placement& p) = 0;
   // True when a trial with `r` can start now.
   virtual bool CanLaunch(const Resources& r) const = 0;
   // Starts the trial. After OK, Poll() eventually reports kStarted and later kExited or kLost.

@@ -29,7 +29,7 @@ class SimulatedBackend final : public Backend {
   SimulatedBackend(const Clock& clock, int gpus, int slots, Script script);
 
   std::string Name() const override { return "simulated"; }
-  absl::Status CheckFits(const Resources& r) const override { return pool_.CheckFits(r); }
+  absl::Status CheckFits(const Resources& r, const Placement&) override { return pool_.CheckFits(r); }
   bool CanLaunch(const Resources& r) const override { return pool_.Fits(r); }
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;

@@ -82,7 +82,7 @@ TEST_F(LocalBackendTest, GpusAreNeverShared) {
   std::set<std::string> gpus;
   for (auto& e : b.Poll()) gpus.insert(e.gpus);
   EXPECT_EQ(gpus, (std::set<std::string>{"0,1", "2"}));
-  EXPECT_TRUE(absl::IsInvalidArgument(b.CheckFits({5, 1, 1, 1})));
+  EXPECT_TRUE(absl::IsInvalidArgument(b.CheckFits({5, 1, 1, 1}, {})));
   b.KillAll();
   WaitExits(b, 2);
   EXPECT_TRUE(b.CanLaunch({4, 1, 1, 1}));

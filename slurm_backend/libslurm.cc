@@ -1,0 +1,144 @@
+// The only file that includes <slurm/slurm.h>.
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "absl/strings/str_cat.h"
+#include "slurm_backend/slurm_api.h"
+
+// Exported by libslurm 22.05 but not declared in its header.
+extern "C" void slurm_free_will_run_response_msg(will_run_response_msg_t* msg);
+
+namespace hpo::backend {
+namespace {
+
+absl::Status SlurmError(absl::string_view what) {
+  int err = slurm_get_errno();
+  std::string msg = absl::StrCat(what, ": ", slurm_strerror(err));
+  if (err == SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR || err == SLURMCTLD_COMMUNICATIONS_SEND_ERROR ||
+      err == SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR || err == SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT ||
+      err == SLURM_COMMUNICATIONS_CONNECTION_ERROR) {
+    return absl::UnavailableError(msg);
+  }
+  return absl::InvalidArgumentError(msg);
+}
+
+JobState FromSlurm(uint32_t state) {
+  switch (state & JOB_STATE_BASE) {
+    case JOB_PENDING: return JobState::kPending;
+    case JOB_RUNNING:
+    case JOB_SUSPENDED: return JobState::kRunning;
+    case JOB_COMPLETE: return JobState::kCompleted;
+    case JOB_CANCELLED: return JobState::kCancelled;
+    case JOB_FAILED: return JobState::kFailed;
+    case JOB_TIMEOUT: return JobState::kTimeout;
+    case JOB_NODE_FAIL: return JobState::kNodeFail;
+    case JOB_PREEMPTED: return JobState::kPreempted;
+    case JOB_BOOT_FAIL: return JobState::kBootFail;
+    case JOB_DEADLINE: return JobState::kDeadline;
+    case JOB_OOM: return JobState::kOutOfMemory;
+    default: return JobState::kOther;
+  }
+}
+
+// A job_desc_msg_t whose strings point into `req` (which must outlive it).
+class Desc {
+ public:
+  explicit Desc(const JobRequest& req) : req_(req) {
+    slurm_init_job_desc_msg(&d_);
+    d_.name = Str(req.name);
+    d_.script = Str(req.script);
+    d_.work_dir = Str(req.workdir);
+    d_.std_out = Str(req.stdout_path);
+    d_.std_err = Str(req.stderr_path);
+    for (const auto& e : req.environment) env_.push_back(const_cast<char*>(e.c_str()));
+    if (env_.empty()) env_.push_back(const_cast<char*>("HPO=1"));  // Slurm needs at least one
+    d_.environment = env_.data();
+    d_.env_size = static_cast<uint32_t>(env_.size());
+    d_.min_nodes = d_.max_nodes = static_cast<uint32_t>(req.nodes);
+    d_.ntasks_per_node = static_cast<uint16_t>(req.tasks_per_node);
+    d_.num_tasks = static_cast<uint32_t>(req.nodes * req.tasks_per_node);
+    d_.cpus_per_task = static_cast<uint16_t>(req.cpus_per_task);
+    d_.min_cpus = d_.num_tasks * d_.cpus_per_task;
+    if (req.gpus_per_node > 0) {
+      tres_ = absl::StrCat("gres:gpu:", req.gpus_per_node);
+      d_.tres_per_node = tres_.data();
+    }
+    if (!req.partition.empty()) d_.partition = Str(req.partition);
+    if (!req.account.empty()) d_.account = Str(req.account);
+    if (!req.qos.empty()) d_.qos = Str(req.qos);
+    if (!req.constraint.empty()) d_.features = Str(req.constraint);
+    if (!req.reservation.empty()) d_.reservation = Str(req.reservation);
+    if (req.time_limit_minutes > 0) d_.time_limit = req.time_limit_minutes;
+    d_.user_id = ::getuid();
+    d_.group_id = ::getgid();
+  }
+  job_desc_msg_t* get() { return &d_; }
+
+ private:
+  static char* Str(const std::string& s) { return s.empty() ? nullptr : const_cast<char*>(s.c_str()); }
+  const JobRequest& req_;
+  job_desc_msg_t d_;
+  std::vector<char*> env_;
+  std::string tres_;
+};
+
+class LibSlurm final : public SlurmApi {
+ public:
+  explicit LibSlurm(const std::string& conf) { slurm_init(conf.empty() ? nullptr : conf.c_str()); }
+  ~LibSlurm() override { slurm_fini(); }
+
+  absl::StatusOr<uint32_t> Submit(const JobRequest& req) override {
+    Desc desc(req);
+    submit_response_msg_t* resp = nullptr;
+    if (slurm_submit_batch_job(desc.get(), &resp) != SLURM_SUCCESS) return SlurmError("sbatch");
+    uint32_t id = resp->job_id;
+    slurm_free_submit_response_response_msg(resp);
+    return id;
+  }
+
+  absl::Status WillRun(const JobRequest& req) override {
+    Desc desc(req);
+    will_run_response_msg_t* resp = nullptr;  // (slurm_job_will_run would print to stderr)
+    if (slurm_job_will_run2(desc.get(), &resp) != SLURM_SUCCESS) return SlurmError("Slurm refuses the trial's job");
+    slurm_free_will_run_response_msg(resp);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<JobStatus>> QueryMine() override {
+    job_info_msg_t* msg = nullptr;
+    if (slurm_load_job_user(&msg, ::getuid(), SHOW_ALL) != SLURM_SUCCESS) return SlurmError("squeue");
+    std::vector<JobStatus> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      const slurm_job_info_t& j = msg->job_array[i];
+      JobStatus s;
+      s.job_id = j.job_id;
+      s.state = FromSlurm(j.job_state);
+      s.exit_code = j.exit_code;
+      s.nodes = j.nodes != nullptr ? j.nodes : "";
+      out.push_back(std::move(s));
+    }
+    slurm_free_job_info_msg(msg);
+    return out;
+  }
+
+  absl::Status Signal(uint32_t job_id, int signal) override {
+    if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), KILL_FULL_JOB) != SLURM_SUCCESS) {
+      return SlurmError(absl::StrCat("signal job ", job_id));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Cancel(uint32_t job_id) override {
+    if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) return SlurmError(absl::StrCat("scancel ", job_id));
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SlurmApi> MakeLibSlurm(const std::string& conf) { return std::make_unique<LibSlurm>(conf); }
+
+}  // namespace hpo::backend

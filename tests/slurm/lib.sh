@@ -1,0 +1,26 @@
+# For Slurm tests: a throwaway cluster (scripts/slurm-cluster.sh) plus a real hpod on the Slurm
+# backend in a fresh data dir. Skips (exit 77) without root or Slurm, except in CI.
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
+if [ "$(id -u)" -ne 0 ] || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/slurmd ]; then
+  if [ "${CI:-}" = true ]; then echo "FAIL: Slurm test cannot run in CI (root and Slurm packages needed)"; exit 1; fi
+  echo "SKIP: needs root and Debian's slurm packages"; exit 77
+fi
+SLURM_DIR=$(mktemp -d /tmp/hpo-slurm-test.XXXXXX)
+SLURM_PORT=$((20000 + ($$ % 20000)))
+cluster() { bash "$HPO_SRC/scripts/slurm-cluster.sh" "$@" --dir "$SLURM_DIR"; }
+slurm_cleanup() {
+  local rc=$?
+  hpo daemon stop >/dev/null 2>&1 || true
+  cluster down >/dev/null 2>&1 || true
+  if [ $rc -ne 0 ]; then tail -n 20 "$SLURM_DIR"/log/slurmctld.log >&2 2>/dev/null || true; fi
+  rm -rf "$SLURM_DIR"
+  cleanup
+}
+trap slurm_cleanup EXIT
+# cluster_up NODES GPUS CPUS
+cluster_up() {
+  eval "$(cluster up --nodes "$1" --gpus "$2" --cpus "$3" --port "$SLURM_PORT")"
+  export SLURM_CONF
+}
+# The test's own jobs only (another cluster may run on the machine).
+jobs_left() { squeue -h -o %i 2>/dev/null | wc -l; }

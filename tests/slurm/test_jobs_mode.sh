@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# hpod on the Slurm backend, `jobs` mode (one batch job per trial), on a real 2-node cluster with
+# 4 fake GPUs per node: trials get their own GPUs and report; a trial that exits non-zero is
+# FAILED; a job scancel'ed from outside is LOST and retried; bad Slurm settings are refused at
+# submit with Slurm's reason; canceling a sweep leaves nothing in squeue.
+source "$(dirname "$0")/lib.sh"
+cluster_up 2 4 8
+hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+wait_for "hpo daemon status" 10
+
+cat >"$WORK/gpus.yaml" <<'YAML'
+name: slurm-gpus
+command: "echo \"$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $(date +%s.%N)\" > $HPO_TRIAL_DIR/gpu.txt; for s in 1 2 3; do hpo report --step $s loss=$(echo \"{x} / $s\" | bc -l) || exit 1; sleep 0.5; done; date +%s.%N >> $HPO_TRIAL_DIR/gpu.txt"
+parameters:
+  x: {type: int, low: 1, high: 100}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 8, max_concurrent: 4}
+resources: {gpus: 2}
+slurm: {mode: jobs, time_limit: 10m}
+YAML
+id=$(hpo submit "$WORK/gpus.yaml" | tail -n 1)
+hpo wait "$id" --timeout 120 >/dev/null || fail "the GPU sweep did not complete"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 8 ] || fail "8 trials should complete"
+[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 24 ] || fail "24 reports expected"
+hpo export "$id" --format csv | grep -q "slurm:job=" || fail "export lacks the Slurm job ids"
+# No GPU of a node was held by two trials at once.
+cat "$HPO_DATA_DIR"/sweeps/"$id"/trials/*/gpu.txt | paste - - >"$WORK/intervals"
+$PY - "$WORK/intervals" <<'PYEOF'
+import sys
+rows = []
+for line in open(sys.argv[1]):
+    node, gpus, start, end = line.split()
+    for g in gpus.split(","):
+        rows.append((node, g, float(start), float(end)))
+assert len(rows) == 16, rows
+for i, a in enumerate(rows):
+    for b in rows[i + 1:]:
+        if a[0] == b[0] and a[1] == b[1]:
+            assert a[3] <= b[2] or b[3] <= a[2], (a, b)
+print("no GPU shared:", len(rows), "GPU intervals")
+PYEOF
+
+cat >"$WORK/fail.yaml" <<'YAML'
+command: "if [ {x} -eq 1 ]; then exit 3; fi; sleep 4"
+parameters: {x: [1, 2, 3]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 3}
+slurm: {mode: jobs}
+YAML
+id=$(hpo submit "$WORK/fail.yaml" | tail -n 1)
+trial=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND number=2")
+wait_for "squeue -h -n hpo-$id-$trial -o %i | grep -q ." 20
+scancel "$(squeue -h -n "hpo-$id-$trial" -o %i)"
+hpo wait "$id" --timeout 90 >/dev/null || fail "the failure sweep did not complete"
+[ "$(sql "SELECT state FROM trials WHERE sweep_id=$id AND number=0")" = TRIAL_STATE_FAILED ] || fail "exit 3 should be FAILED"
+[ "$(sql "SELECT exit_code FROM trials WHERE sweep_id=$id AND number=0")" -eq 3 ] || fail "exit code 3 not recorded"
+[ "$(sql "SELECT state FROM trials WHERE id=$trial")" = TRIAL_STATE_LOST ] || fail "a job scancel'ed outside should be LOST"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$trial AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the lost trial was not retried"
+
+sed 's/slurm: {mode: jobs}/slurm: {mode: jobs, partition: nosuch}/' "$WORK/fail.yaml" >"$WORK/badpart.yaml"
+hpo submit "$WORK/badpart.yaml" 2>"$WORK/err" && fail "an unknown partition was accepted"
+grep -q "Invalid partition" "$WORK/err" || fail "unclear partition error: $(cat "$WORK/err")"
+sed 's/resources: {gpus: 2}/resources: {gpus: 5}/' "$WORK/gpus.yaml" >"$WORK/badgpu.yaml"
+hpo submit "$WORK/badgpu.yaml" 2>"$WORK/err" && fail "more GPUs than a node has was accepted"
+grep -q "not available" "$WORK/err" || fail "unclear GPU error: $(cat "$WORK/err")"
+
+sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"
+id=$(hpo submit "$WORK/long.yaml" | tail -n 1)
+wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 3 ]" 30
+hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
+wait_for "[ \$(jobs_left) -eq 0 ]" 20
+pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty"
