@@ -2,16 +2,35 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "algorithms/asha_stopper.h"
 
 namespace hpo::algorithms {
 
 const std::vector<std::string>& StopperNames() {
-  static const std::vector<std::string> names = {"none"};
+  static const std::vector<std::string> names = {"none", "asha", "hyperband", "median"};
   return names;
 }
 
 absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec) {
   if (spec.name == "none") return std::make_unique<NoStopper>();
+  if (spec.name == "asha" || spec.name == "hyperband") {
+    if (spec.min_resource < 1) return absl::InvalidArgumentError("min_resource must be >= 1");
+    if (spec.reduction_factor < 2) return absl::InvalidArgumentError("reduction_factor must be >= 2");
+    if (spec.max_resource != 0 && spec.max_resource <= spec.min_resource) {
+      return absl::InvalidArgumentError("max_resource must exceed min_resource");
+    }
+    if (spec.name == "hyperband" && spec.brackets < 1) return absl::InvalidArgumentError("brackets must be >= 1");
+    AshaOptions o;
+    o.min_resource = spec.min_resource;
+    o.max_resource = spec.max_resource;
+    o.reduction_factor = spec.reduction_factor;
+    o.brackets = spec.name == "hyperband" ? spec.brackets : 1;
+    return std::make_unique<AshaStopper>(o);
+  }
+  if (spec.name == "median") {
+    if (spec.min_trials < 1) return absl::InvalidArgumentError("min_trials must be >= 1");
+    return std::make_unique<MedianStopper>(MedianOptions{spec.grace_steps, spec.min_trials});
+  }
   return absl::InvalidArgumentError(absl::StrCat("unknown early_stopping '", spec.name,
                                                  "' (known: ", absl::StrJoin(StopperNames(), ", "),
                                                  ")"));

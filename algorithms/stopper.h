@@ -33,7 +33,13 @@ struct StopDecision {
 
 // Stopper settings from the sweep file (`early_stopping:` section).
 struct StopperSpec {
-  std::string name = "none";
+  std::string name = "none";      // none | asha | hyperband | median
+  int64_t min_resource = 1;       // asha/hyperband: first rung (step)
+  int64_t max_resource = 0;       // asha/hyperband: no rung at or past it; 0: unbounded
+  int64_t reduction_factor = 3;   // asha/hyperband: eta
+  int brackets = 3;               // hyperband
+  int64_t grace_steps = 1;        // median
+  int min_trials = 3;             // median
 };
 
 class Stopper {

@@ -198,6 +198,7 @@ void Controller::CompleterLoop() {
 
 void Controller::Tick() {
   for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
+  EnforceStops();
   for (auto& [id, sweep] : sweeps_) {
     if (!sweep->Final()) Schedule(*sweep);
   }
@@ -575,18 +576,53 @@ void Controller::UpdateBest(SweepRt& sweep, TrialRt& trial) {
   }
 }
 
-void Controller::RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason) {
-  if (IsFinal(trial.rec.state) || trial.stop_state != v1::TRIAL_STATE_UNSPECIFIED) return;
-  trial.stop_state = state;
-  trial.stop_reason = reason;
+void Controller::RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason,
+                             std::optional<absl::Duration> after) {
+  if (IsFinal(trial.rec.state)) return;
   auto [sweep, unused] = FindTrial(trial.rec.id);
+  if (trial.stop_state != v1::TRIAL_STATE_UNSPECIFIED) {
+    // Already told to stop; a sweep-level stop (cancel, end) overrides a pending early stop.
+    if (after || !trial.enforce_stop_at) return;
+    trial.stop_state = state;
+    trial.stop_reason = reason;
+  } else {
+    trial.stop_state = state;
+    trial.stop_reason = reason;
+  }
   if (trial.rec.state == v1::TRIAL_STATE_PENDING) {
     EndTrial(*sweep, trial, state, reason);
     return;
   }
+  if (after) {
+    trial.enforce_stop_at = clock_.Now() + *after;
+    stops_due_.insert(trial.rec.id);
+    return;
+  }
+  trial.enforce_stop_at.reset();
   absl::Status s = backend_.Stop(trial.rec.id, sweep->spec.stop_grace);
   if (!s.ok() && !absl::IsNotFound(s)) {
     spdlog::warn("trial {}: stop: {}", trial.rec.id, s.ToString());
+  }
+}
+
+void Controller::EnforceStops() {
+  absl::Time now = clock_.Now();
+  for (auto it = stops_due_.begin(); it != stops_due_.end();) {
+    auto [sweep, trial] = FindTrial(*it);
+    if (trial == nullptr || IsFinal(trial->rec.state) || !trial->enforce_stop_at) {
+      it = stops_due_.erase(it);
+      continue;
+    }
+    if (now < *trial->enforce_stop_at) {
+      ++it;
+      continue;
+    }
+    spdlog::info("trial {} did not stop within {} of being told to; stopping it", trial->rec.id,
+                 absl::FormatDuration(sweep->spec.stop_grace));
+    trial->enforce_stop_at.reset();
+    absl::Status s = backend_.Stop(trial->rec.id, sweep->spec.stop_grace);
+    if (!s.ok() && !absl::IsNotFound(s)) spdlog::warn("trial {}: stop: {}", trial->rec.id, s.ToString());
+    it = stops_due_.erase(it);
   }
 }
 

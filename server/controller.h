@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -101,6 +102,7 @@ class Controller {
     absl::Time last_saved = absl::InfinitePast();
     v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;  // set once a stop was requested
     std::string stop_reason;
+    std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
     std::vector<std::pair<int64_t, double>> curve;  // objective metric per step
   };
   struct SweepRt {
@@ -131,7 +133,11 @@ class Controller {
   bool CreateTrial(SweepRt& sweep);
   bool LaunchPending(SweepRt& sweep, TrialRt& trial);
   void EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state, std::string message);
-  void RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason);
+  // Stops a trial now (cancel, sweep end), or with `after` set, tells it in its report reply
+  // and has the backend stop it only if it is still running `after` from now (early stopping).
+  void RequestStop(TrialRt& trial, v1::TrialState state, const std::string& reason,
+                   std::optional<absl::Duration> after = std::nullopt);
+  void EnforceStops();
   void BeginEnding(SweepRt& sweep, v1::SweepState state, const std::string& message);
   void FinishSweep(SweepRt& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();
@@ -156,6 +162,7 @@ class Controller {
   std::vector<std::pair<int64_t, v1::Event>> unpublished_;  // (sweep, event) of this batch
   int64_t committed_seq_ = 0;
   std::set<int64_t> dirty_;  // ids of trials with unsaved progress
+  std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
   absl::Time last_report_flush_ = absl::InfinitePast();
   absl::Time next_tick_;
 

@@ -281,7 +281,9 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
       }
       algorithms::Curve mine{rec.number, {trial->curve.data(), trial->curve.size()}, false};
       algorithms::StopDecision d = sweep->stopper->Decide(mine, others, objective.direction);
-      if (d.decision == algorithms::Decision::kStop) RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason);
+      if (d.decision == algorithms::Decision::kStop) {
+        RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason, sweep->spec.stop_grace);
+      }
     }
   }
   if (trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED) {

@@ -305,6 +305,40 @@ TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
   EXPECT_EQ(Counts(id)["STOPPED"], 3);
 }
 
+TEST_F(ControllerTest, EarlyStopIsToldFirstAndEnforcedAfterGrace) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Hours(1);
+    f.stop_after = absl::Minutes(5);  // the trial ignores the stop as long as it can
+    return f;
+  };
+  int64_t id = Submit(Spec(2, 2, "early_stopping: {name: asha, min_resource: 1, reduction_factor: 3}\nstop_grace: 10s\n"));
+  controller_->RunOnce();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_EQ(Report(trials[0].id(), {{"loss", 0.1}}, 1)->action(), v1::ReportResponse::ACTION_CONTINUE);
+  auto r = Report(trials[1].id(), {{"loss", 0.9}}, 1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
+  EXPECT_THAT(r->reason(), ::testing::HasSubstr("asha"));
+  // Told, not yet forced: within the grace period the backend has not been asked.
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    controller_->RunOnce();
+  }
+  EXPECT_EQ(backend_->Running(), 2);
+  // Past the grace period hpod stops it (SIGTERM, SIGKILL after another grace period).
+  for (int i = 0; i < 30; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    controller_->RunOnce();
+  }
+  auto after = Trials(id);
+  EXPECT_EQ(after[1].state(), v1::TRIAL_STATE_STOPPED);
+  EXPECT_THAT(after[1].message(), ::testing::HasSubstr("rung 0"));
+  EXPECT_EQ(after[1].step(), 1);  // its curve is kept
+  EXPECT_EQ(after[0].state(), v1::TRIAL_STATE_RUNNING);
+}
+
 TEST_F(ControllerTest, PauseHoldsNewTrials) {
   script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(5); return f; };
   int64_t id = Submit(Spec(4, 1));

@@ -1,0 +1,105 @@
+#include "algorithms/asha_stopper.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hpo::algorithms {
+namespace {
+
+// The value of the curve's first point at or past `step`, or nullopt.
+std::optional<double> ValueAt(const Curve& c, int64_t step) {
+  for (const auto& [s, v] : c.points) {
+    if (s >= step) return v;
+  }
+  return std::nullopt;
+}
+
+// Best (per direction) value among points with step <= `step`.
+std::optional<double> BestUpTo(const Curve& c, int64_t step, Direction d) {
+  std::optional<double> best;
+  for (const auto& [s, v] : c.points) {
+    if (s > step) break;
+    if (!best || IsBetter(v, *best, d)) best = v;
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<int64_t> AshaStopper::Rungs(int bracket) const {
+  std::vector<int64_t> rungs;
+  int64_t eta = std::max<int64_t>(options_.reduction_factor, 2);
+  int64_t r = std::max<int64_t>(options_.min_resource, 1);
+  for (int b = 0; b < bracket; ++b) r *= eta;
+  for (; options_.max_resource <= 0 || r < options_.max_resource; r *= eta) {
+    rungs.push_back(r);
+    if (rungs.size() >= 62 || r > (int64_t{1} << 56)) break;
+    if (options_.max_resource <= 0 && rungs.size() >= 40) break;
+  }
+  return rungs;
+}
+
+int AshaStopper::BracketOf(int64_t trial_number) const {
+  int b = std::max(options_.brackets, 1);
+  return static_cast<int>(((trial_number % b) + b) % b);
+}
+
+StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                                 Direction direction) const {
+  if (trial.points.empty()) return {};
+  const auto& [step, value] = trial.points.back();
+  int64_t previous = trial.points.size() >= 2 ? trial.points[trial.points.size() - 2].first : INT64_MIN;
+  int bracket = BracketOf(trial.trial_number);
+  // The highest rung this report crossed (previous step < rung <= step).
+  std::optional<int64_t> rung;
+  size_t rung_index = 0;
+  std::vector<int64_t> rungs = Rungs(bracket);
+  for (size_t k = 0; k < rungs.size(); ++k) {
+    if (previous < rungs[k] && rungs[k] <= step) {
+      rung = rungs[k];
+      rung_index = k;
+    }
+  }
+  if (!rung) return {};
+  std::vector<double> values = {value};
+  for (const Curve* other : others) {
+    if (BracketOf(other->trial_number) != bracket) continue;
+    if (auto v = ValueAt(*other, *rung)) values.push_back(*v);
+  }
+  int64_t eta = std::max<int64_t>(options_.reduction_factor, 2);
+  size_t keep = std::max<size_t>(1, values.size() / static_cast<size_t>(eta));
+  // Sort best first; the trial goes on when it is at least as good as the keep-th best.
+  std::sort(values.begin(), values.end(),
+            [direction](double a, double b) { return IsBetter(a, b, direction); });
+  double threshold = values[keep - 1];
+  if (!IsBetter(threshold, value, direction)) return {};
+  return {Decision::kStop,
+          absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d",
+                          Name(), rung_index, *rung, value, keep, values.size())};
+}
+
+StopDecision MedianStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                                   Direction direction) const {
+  if (trial.points.empty()) return {};
+  int64_t step = trial.points.back().first;
+  if (step < options_.grace_steps) return {};
+  std::vector<double> bests;
+  for (const Curve* other : others) {
+    // Only trials that got at least this far count.
+    if (other->points.empty() || other->points.back().first < step) continue;
+    if (auto b = BestUpTo(*other, step, direction)) bests.push_back(*b);
+  }
+  if (static_cast<int>(bests.size()) < options_.min_trials) return {};
+  std::sort(bests.begin(), bests.end());
+  size_t n = bests.size();
+  double median = n % 2 == 1 ? bests[n / 2] : (bests[n / 2 - 1] + bests[n / 2]) / 2;
+  double mine = *BestUpTo(trial, step, direction);
+  if (!IsBetter(median, mine, direction)) return {};
+  return {Decision::kStop, absl::StrFormat("median: best %g by step %d is worse than the median %g of %d trials",
+                                           mine, step, median, n)};
+}
+
+}  // namespace hpo::algorithms

@@ -1,0 +1,61 @@
+#pragma once
+// AshaStopper: asynchronous successive halving (Li et al., 2020), and Hyperband as brackets of it.
+//
+// Rungs sit at steps r_k = min_resource * eta^k below max_resource. When a trial's report first
+// reaches a rung, its value there is compared with the values every trial of its bracket had
+// when it reached the same rung (finished trials included): it goes on only if it is among the
+// best max(1, floor(n / eta)) of those n values, ties counting in its favour. No trial waits for
+// others (asynchronous); early arrivals at a rung are judged against the few values there are.
+//
+// State: none. A trial's value at a rung is read off its curve (its first point at or past the
+// rung), so the stopper is a pure function of the curves and a restarted daemon decides alike.
+//
+// Hyperband: with `brackets` = B > 1, trial n belongs to bracket n mod B, whose min_resource is
+// min_resource * eta^bracket; trials are compared only within their bracket.
+
+#include "algorithms/stopper.h"
+
+namespace hpo::algorithms {
+
+struct AshaOptions {
+  int64_t min_resource = 1;    // first rung (the grace period)
+  int64_t max_resource = 0;    // no rung at or past it (0: unbounded)
+  int64_t reduction_factor = 3;
+  int brackets = 1;            // 1: ASHA; > 1: Hyperband
+};
+
+class AshaStopper final : public Stopper {
+ public:
+  explicit AshaStopper(const AshaOptions& options) : options_(options) {}
+  std::string Name() const override { return options_.brackets > 1 ? "hyperband" : "asha"; }
+  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                      Direction direction) const override;
+
+  // The rung steps of a bracket, ascending (exposed for tests).
+  std::vector<int64_t> Rungs(int bracket) const;
+  int BracketOf(int64_t trial_number) const;
+
+ private:
+  AshaOptions options_;
+};
+
+// Median stopping rule (Golovin et al., 2017): after `grace_steps`, a trial stops when its best
+// value so far is worse than the median of the other trials' best values up to the same step,
+// once at least `min_trials` others reached that step.
+struct MedianOptions {
+  int64_t grace_steps = 1;
+  int min_trials = 3;
+};
+
+class MedianStopper final : public Stopper {
+ public:
+  explicit MedianStopper(const MedianOptions& options) : options_(options) {}
+  std::string Name() const override { return "median"; }
+  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                      Direction direction) const override;
+
+ private:
+  MedianOptions options_;
+};
+
+}  // namespace hpo::algorithms

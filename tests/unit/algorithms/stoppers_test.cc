@@ -1,0 +1,148 @@
+// Stoppers against hand-computed cases.
+#include "algorithms/asha_stopper.h"
+#include "gtest/gtest.h"
+
+namespace hpo::algorithms {
+namespace {
+
+using Points = std::vector<std::pair<int64_t, double>>;
+
+struct Trials {
+  std::vector<Points> points;
+  std::vector<Curve> curves;
+  // Adds trial `number` with `pts`; returns its index.
+  void Add(int64_t number, Points pts) {
+    points.push_back(std::move(pts));
+    numbers.push_back(number);
+  }
+  std::vector<int64_t> numbers;
+  // Curves of every trial but `self` (rebuilt each call: spans point into `points`).
+  std::vector<const Curve*> Others(size_t self) {
+    curves.clear();
+    for (size_t i = 0; i < points.size(); ++i) curves.push_back({numbers[i], {points[i].data(), points[i].size()}, false});
+    std::vector<const Curve*> out;
+    for (size_t i = 0; i < curves.size(); ++i) {
+      if (i != self) out.push_back(&curves[i]);
+    }
+    return out;
+  }
+  Decision Decide(const Stopper& s, size_t self, Direction d = Direction::kMinimize) {
+    auto others = Others(self);
+    Curve mine{numbers[self], {points[self].data(), points[self].size()}, false};
+    return s.Decide(mine, others, d).decision;
+  }
+};
+
+AshaStopper Asha() { return AshaStopper({1, 81, 3, 1}); }
+
+TEST(Asha, RungsAreMinTimesEtaPowers) {
+  EXPECT_EQ(Asha().Rungs(0), (std::vector<int64_t>{1, 3, 9, 27}));
+  AshaStopper hb({1, 81, 3, 3});
+  EXPECT_EQ(hb.Rungs(1), (std::vector<int64_t>{3, 9, 27}));
+  EXPECT_EQ(hb.Rungs(2), (std::vector<int64_t>{9, 27}));
+  EXPECT_EQ(hb.BracketOf(4), 1);
+}
+
+TEST(Asha, KeepsTheBestThirdAtEachRung) {
+  AshaStopper asha = Asha();
+  Trials t;
+  // Minimizing. Trial 0 reaches rung 1 first: alone, it goes on.
+  t.Add(0, {{1, 0.50}});
+  EXPECT_EQ(t.Decide(asha, 0), Decision::kContinue);
+  // Trial 1 arrives worse: of 2 values keep max(1, 2/3) = 1, the best -> stop.
+  t.Add(1, {{1, 0.60}});
+  EXPECT_EQ(t.Decide(asha, 1), Decision::kStop);
+  // Trial 2 ties the best: ties count in its favour -> go on.
+  t.Add(2, {{1, 0.50}});
+  EXPECT_EQ(t.Decide(asha, 2), Decision::kContinue);
+  // Three more: of 6 values keep 2; 0.45 is best -> on; 0.55 is 4th -> stop; 0.50 ties 2nd -> on.
+  t.Add(3, {{1, 0.45}});
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kContinue);
+  t.Add(4, {{1, 0.55}});
+  EXPECT_EQ(t.Decide(asha, 4), Decision::kStop);
+  t.Add(5, {{1, 0.50}});
+  EXPECT_EQ(t.Decide(asha, 5), Decision::kContinue);
+  // Between rungs nothing is decided, however bad the value.
+  t.points[3].push_back({2, 9.0});
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kContinue);
+}
+
+TEST(Asha, AsynchronousArrivalsAreJudgedAtTheRungTheyCross) {
+  AshaStopper asha = Asha();
+  Trials t;
+  t.Add(0, {{1, 0.9}, {2, 0.8}, {3, 0.7}});   // value at rung 3: 0.7
+  t.Add(1, {{1, 0.9}, {4, 0.6}});             // first point past rung 3: 0.6
+  // Trial 2 jumps from step 1 to step 5, crossing rung 3 with 0.65: of {0.65, 0.7, 0.6} keep 1.
+  t.Add(2, {{1, 0.95}, {5, 0.65}});
+  EXPECT_EQ(t.Decide(asha, 2), Decision::kStop);
+  // The same jump with 0.55 is the best at rung 3.
+  t.points[2].back().second = 0.55;
+  EXPECT_EQ(t.Decide(asha, 2), Decision::kContinue);
+  // Jumping past several rungs is judged at the highest one crossed (9): alone there -> on.
+  t.Add(3, {{10, 5.0}});
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kContinue);
+}
+
+TEST(Asha, NineTrialsAtRungNineKeepThree) {
+  AshaStopper asha = Asha();
+  Trials t;
+  for (int i = 0; i < 8; ++i) t.Add(i, {{9, 0.1 * (i + 1)}});  // 0.1 ... 0.8
+  // Ninth value 0.3: sorted 0.1 0.2 0.3 0.3 ... keep 9/3 = 3 -> 0.3 ties the 3rd -> on.
+  t.Add(8, {{9, 0.3}});
+  EXPECT_EQ(t.Decide(asha, 8), Decision::kContinue);
+  t.points[8][0].second = 0.31;
+  EXPECT_EQ(t.Decide(asha, 8), Decision::kStop);
+  // Maximizing flips it: 0.31 is 6th of 9 from the top -> stop; 0.75 is 2nd -> on.
+  EXPECT_EQ(t.Decide(asha, 8, Direction::kMaximize), Decision::kStop);
+  t.points[8][0].second = 0.75;
+  EXPECT_EQ(t.Decide(asha, 8, Direction::kMaximize), Decision::kContinue);
+}
+
+TEST(Asha, NoRungAtOrPastMaxResource) {
+  AshaStopper asha = Asha();
+  Trials t;
+  t.Add(0, {{27, 0.1}, {81, 0.1}});
+  t.Add(1, {{27, 0.2}, {81, 9.9}});
+  EXPECT_EQ(t.Decide(asha, 1), Decision::kContinue);  // step 81 crosses no rung
+}
+
+TEST(Hyperband, ComparesOnlyWithinABracket) {
+  AshaStopper hb({1, 81, 3, 2});
+  Trials t;
+  t.Add(0, {{1, 0.1}});        // bracket 0, rungs 1, 3, 9, 27
+  t.Add(1, {{3, 0.1}});        // bracket 1, rungs 3, 9, 27
+  t.Add(2, {{1, 0.5}});        // bracket 0: worse than trial 0 -> stop
+  EXPECT_EQ(t.Decide(hb, 2), Decision::kStop);
+  t.Add(3, {{1, 0.9}});        // bracket 1: step 1 is no rung of its bracket -> on
+  EXPECT_EQ(t.Decide(hb, 3), Decision::kContinue);
+}
+
+TEST(Median, StopsBelowTheMedianAfterGrace) {
+  MedianStopper median({2, 3});
+  Trials t;
+  t.Add(0, {{1, 0.5}, {2, 0.4}, {3, 0.3}});
+  t.Add(1, {{1, 0.6}, {2, 0.5}, {3, 0.45}});
+  t.Add(2, {{1, 0.7}, {2, 0.6}, {3, 0.55}});
+  t.Add(3, {{1, 0.9}});
+  EXPECT_EQ(t.Decide(median, 3), Decision::kContinue);  // step 1 < grace 2
+  t.points[3].push_back({2, 0.8});
+  EXPECT_EQ(t.Decide(median, 3), Decision::kStop);      // best 0.8 vs median 0.5
+  t.points[3].back().second = 0.45;
+  EXPECT_EQ(t.Decide(median, 3), Decision::kContinue);  // 0.45 beats the median
+}
+
+TEST(MakeStopper, ValidatesSettings) {
+  StopperSpec spec;
+  spec.name = "asha";
+  spec.reduction_factor = 1;
+  EXPECT_FALSE(MakeStopper(spec).ok());
+  spec.reduction_factor = 3;
+  EXPECT_EQ((*MakeStopper(spec))->Name(), "asha");
+  spec.name = "hyperband";
+  EXPECT_EQ((*MakeStopper(spec))->Name(), "hyperband");
+  spec.name = "bogus";
+  EXPECT_FALSE(MakeStopper(spec).ok());
+}
+
+}  // namespace
+}  // namespace hpo::algorithms
