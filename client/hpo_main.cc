@@ -397,6 +397,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"number", "objective", "recent"}));
   trials_cmd->add_option("--state", states, "only trials in these states (RUNNING, COMPLETED, ...)");
   trials_cmd->add_option("--limit", limit, "at most this many rows");
+  bool where = false;
+  trials_cmd->add_flag("--where", where, "add each trial's GPUs and backend id (pid, Slurm job id and nodes)");
   trials_cmd->callback([&] {
     v1::ListTrialsRequest req;
     req.set_sweep_id(sweep_id);
@@ -417,6 +419,7 @@ int main(int argc, char** argv) {
     auto sweep = OrExit(c->GetSweep(sweep_id));
     auto trials = OrExit(c->ListTrials(req));
     hpo::client::TableOptions opt;
+    opt.where = where;
     if (::isatty(STDOUT_FILENO)) opt.max_width = TerminalSize().first;
     std::printf("%s", hpo::client::TrialTable(sweep, trials, opt).c_str());
   });

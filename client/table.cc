@@ -90,6 +90,10 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     header.push_back(objective + (sweep.direction() == v1::DIRECTION_MAXIMIZE ? " ↑" : " ↓"));
     for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
     header.push_back("runtime");
+    if (options.where) {
+      header.push_back("gpus");
+      header.push_back("where");
+    }
     rows.push_back(header);
     for (const auto& t : trials) {
       std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.number()), StateName(t.state())};
@@ -104,6 +108,10 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
         row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
       }
       row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t))) : "-");
+      if (options.where) {
+        row.push_back(t.gpus().empty() ? "-" : t.gpus());
+        row.push_back(t.backend_id().empty() ? "-" : t.backend_id());
+      }
       rows.push_back(std::move(row));
     }
     std::vector<size_t> widths(header.size(), 0);

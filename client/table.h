@@ -19,6 +19,7 @@ double RuntimeSeconds(const v1::Trial& t);
 struct TableOptions {
   int max_width = 0;   // 0: no limit; wider tables drop parameter columns from the right
   int max_rows = 0;    // lines including the header; 0: no limit; says how many rows are hidden
+  bool where = false;  // add the backend id (pid, Slurm job and nodes) and GPUs of each trial
 };
 // One row per trial: id, number, state, params..., step, objective metric, other metrics, runtime.
 std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials,

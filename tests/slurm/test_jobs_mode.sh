@@ -23,6 +23,7 @@ hpo wait "$id" --timeout 120 >/dev/null || fail "the GPU sweep did not complete"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 8 ] || fail "8 trials should complete"
 [ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 24 ] || fail "24 reports expected"
 hpo export "$id" --format csv | grep -q "slurm:job=" || fail "export lacks the Slurm job ids"
+hpo trials "$id" --where | grep -q "slurm:job=[0-9]* nodes=n" || fail "hpo trials --where lacks job ids and nodes"
 # No GPU of a node was held by two trials at once.
 cat "$HPO_DATA_DIR"/sweeps/"$id"/trials/*/gpu.txt | paste - - >"$WORK/intervals"
 $PY - "$WORK/intervals" <<'PYEOF'
