@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libsqlite3-dev sqlite3 libspdlog-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-optuna
+  python3 python3-numpy python3-optuna python3-grpcio python3-protobuf python3-pandas
   slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils
 )
 

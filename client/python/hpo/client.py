@@ -1,0 +1,263 @@
+"""Client, Sweep and report(): thin, typed wrappers over the hpo.v1 gRPC API."""
+import os
+import time
+
+import grpc
+
+from hpo.v1 import hpo_pb2, hpo_pb2_grpc
+
+_STATE_PREFIX = {"trial": "TRIAL_STATE_", "sweep": "SWEEP_STATE_"}
+_FINAL_SWEEP = {"COMPLETED", "GOAL_REACHED", "CANCELED", "FAILED", "TIMED_OUT"}
+
+
+class HpoError(RuntimeError):
+    """A refused call: ``code`` is the gRPC status code, the message says what and where."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _data_dir():
+    d = os.environ.get("HPO_DATA_DIR")
+    return os.path.abspath(d) if d else os.path.join(os.path.expanduser("~"), ".hpo")
+
+
+def _state(kind, value):
+    enum = hpo_pb2.TrialState if kind == "trial" else hpo_pb2.SweepState
+    return enum.Name(value)[len(_STATE_PREFIX[kind]):]
+
+
+def _value(v):
+    kind = v.WhichOneof("kind")
+    return getattr(v, kind) if kind else None
+
+
+def _ts(t):
+    if t.seconds == 0 and t.nanos == 0:
+        return None
+    import pandas as pd
+    return pd.Timestamp(t.seconds * 1_000_000_000 + t.nanos, unit="ns", tz="UTC")
+
+
+class Client:
+    """A connection to hpod.
+
+    ``Client()`` uses the local daemon of ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket
+    and the user token in its ``token`` file. ``Client(endpoint, token)`` connects elsewhere.
+    """
+
+    def __init__(self, endpoint=None, token=None, timeout=60.0):
+        if endpoint is None:
+            d = _data_dir()
+            endpoint = "unix:" + os.path.join(d, "hpod.sock")
+            if token is None:
+                try:
+                    with open(os.path.join(d, "token")) as f:
+                        token = f.read().strip()
+                except OSError as e:
+                    raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                                   f"no token in {d} (is hpod running? `hpo daemon start`)") from e
+        self._token = token or ""
+        self._timeout = timeout
+        self._channel = grpc.insecure_channel(endpoint)
+        self._stub = hpo_pb2_grpc.HpoServiceStub(self._channel)
+
+    def _call(self, method, request, timeout=None):
+        try:
+            return getattr(self._stub, method)(
+                request, timeout=timeout or self._timeout,
+                metadata=(("authorization", "Bearer " + self._token),))
+        except grpc.RpcError as e:
+            raise HpoError(e.code(), e.details()) from None
+
+    @staticmethod
+    def _spec(spec, source):
+        """(yaml_text, source_name, base_dir) from a path, a YAML string or a dict."""
+        if isinstance(spec, dict):
+            import json
+            # JSON is YAML; line numbers in errors refer to this text.
+            return json.dumps(spec, indent=1), source or "<dict>", os.getcwd()
+        if isinstance(spec, (str, os.PathLike)) and "\n" not in str(spec) and os.path.exists(spec):
+            path = os.path.abspath(spec)
+            with open(path) as f:
+                return f.read(), source or str(spec), os.path.dirname(path)
+        return str(spec), source or "<string>", os.getcwd()
+
+    def validate(self, spec, source=None):
+        """Checks a sweep; returns (valid, errors, summary) without running anything."""
+        text, name, base = self._spec(spec, source)
+        r = self._call("ValidateSweep", hpo_pb2.ValidateSweepRequest(spec_yaml=text, source=name, base_dir=base))
+        return r.valid, list(r.errors), r.summary
+
+    def submit(self, spec, name=None, source=None):
+        """Submits a sweep (path, YAML string or dict) and returns its Sweep handle."""
+        text, src, base = self._spec(spec, source)
+        r = self._call("SubmitSweep", hpo_pb2.SubmitSweepRequest(spec_yaml=text, source=src, base_dir=base,
+                                                                  name=name or ""))
+        return Sweep(self, r.sweep.id)
+
+    def sweeps(self, active_only=False):
+        """Every sweep as a DataFrame (id, name, state, counts, best)."""
+        import pandas as pd
+        r = self._call("ListSweeps", hpo_pb2.ListSweepsRequest(active_only=active_only))
+        rows = [{"id": s.id, "name": s.name, "state": _state("sweep", s.state),
+                 "trials": sum(s.trial_counts.values()), **{k.lower(): v for k, v in s.trial_counts.items()},
+                 "best_trial": s.best_trial_id or None,
+                 "best": s.best_objective if s.best_trial_id else None,
+                 "created_at": _ts(s.created_at)} for s in r.sweeps]
+        return pd.DataFrame(rows)
+
+    def sweep(self, sweep_id):
+        """The handle of an existing sweep."""
+        self._call("GetSweep", hpo_pb2.GetSweepRequest(sweep_id=sweep_id))
+        return Sweep(self, sweep_id)
+
+
+class Sweep:
+    """One sweep of a Client."""
+
+    def __init__(self, client, sweep_id):
+        self.client = client
+        self.id = sweep_id
+
+    def __repr__(self):
+        return f"Sweep({self.id})"
+
+    def _get(self):
+        return self.client._call("GetSweep", hpo_pb2.GetSweepRequest(sweep_id=self.id)).sweep
+
+    def status(self):
+        """A dict: state, message, counts per trial state, best trial and objective."""
+        s = self._get()
+        return {"id": s.id, "name": s.name, "state": _state("sweep", s.state), "message": s.message,
+                "counts": dict(s.trial_counts), "objective": s.objective_metric,
+                "direction": "maximize" if s.direction == hpo_pb2.DIRECTION_MAXIMIZE else "minimize",
+                "best_trial": s.best_trial_id or None,
+                "best": s.best_objective if s.best_trial_id else None}
+
+    def _trials(self):
+        return self.client._call("ListTrials", hpo_pb2.ListTrialsRequest(sweep_id=self.id)).trials
+
+    def trials(self):
+        """One row per trial: id, number, state, every parameter, every last metric, objective,
+        step, times, runtime, exit code, backend id."""
+        import pandas as pd
+        rows = []
+        for t in self._trials():
+            row = {"trial_id": t.id, "number": t.number, "state": _state("trial", t.state)}
+            row.update({k: _value(v) for k, v in sorted(t.params.items())})
+            row.update(dict(sorted(t.last_metrics.items())))
+            row.update({"objective": t.objective if t.has_objective else None, "step": t.step,
+                        "started_at": _ts(t.started_at), "ended_at": _ts(t.ended_at),
+                        "exit_code": t.exit_code if t.HasField("ended_at") else None,
+                        "attempt": t.attempt, "backend_id": t.backend_id, "message": t.message})
+            rows.append(row)
+        df = pd.DataFrame(rows)
+        if not df.empty:
+            end = df["ended_at"].fillna(pd.Timestamp.now(tz="UTC"))
+            df["runtime_s"] = (end - df["started_at"]).dt.total_seconds()
+        return df
+
+    def curves(self):
+        """Every report as a long DataFrame: trial_id, step, metric, value, time."""
+        import pandas as pd
+        rows = []
+        for t in self._trials():
+            r = self.client._call("GetTrial", hpo_pb2.GetTrialRequest(trial_id=t.id, include_reports=True))
+            for rep in r.reports:
+                for metric, value in rep.metrics.items():
+                    rows.append({"trial_id": t.id, "number": t.number, "step": rep.step,
+                                 "metric": metric, "value": value, "time": _ts(rep.time)})
+        return pd.DataFrame(rows, columns=["trial_id", "number", "step", "metric", "value", "time"])
+
+    def best(self):
+        """The best finished trial as a dict (params, objective, trial_id), or None."""
+        s = self._get()
+        if not s.best_trial_id:
+            return None
+        t = self.client._call("GetTrial", hpo_pb2.GetTrialRequest(trial_id=s.best_trial_id)).trial
+        return {"trial_id": t.id, "objective": t.objective,
+                "params": {k: _value(v) for k, v in sorted(t.params.items())}}
+
+    def cancel(self, wait=True, timeout=120.0):
+        """Cancels the sweep; with wait, returns once its trials ended."""
+        self.client._call("CancelSweep", hpo_pb2.CancelSweepRequest(sweep_id=self.id))
+        return self.wait(timeout) if wait else self.status()
+
+    def wait(self, timeout=None, poll=0.25):
+        """Blocks until the sweep ends; returns status()."""
+        until = None if timeout is None else time.monotonic() + timeout
+        while True:
+            st = self.status()
+            if st["state"] in _FINAL_SWEEP:
+                return st
+            if until is not None and time.monotonic() > until:
+                raise TimeoutError(f"sweep {self.id} still {st['state']} after {timeout}s")
+            time.sleep(poll)
+
+    def events(self, since_seq=0):
+        """Iterates over the sweep's events (dicts with seq, kind, trial or sweep), live, until it
+        ends. Resume with since_seq= the last seq seen."""
+        stream = self.client._stub.WatchSweep(
+            hpo_pb2.WatchSweepRequest(sweep_id=self.id, since_seq=since_seq),
+            metadata=(("authorization", "Bearer " + self.client._token),))
+        try:
+            for e in stream:
+                kind = hpo_pb2.EventKind.Name(e.kind)[len("EVENT_KIND_"):]
+                out = {"seq": e.seq, "kind": kind, "time": _ts(e.time)}
+                if e.HasField("trial"):
+                    t = e.trial
+                    out["trial"] = {"trial_id": t.id, "number": t.number, "state": _state("trial", t.state),
+                                    "step": t.step, "metrics": dict(t.last_metrics),
+                                    "params": {k: _value(v) for k, v in t.params.items()}}
+                if e.HasField("sweep"):
+                    out["sweep"] = {"state": _state("sweep", e.sweep.state), "message": e.sweep.message}
+                yield out
+        except grpc.RpcError as e:
+            raise HpoError(e.code(), e.details()) from None
+
+
+_reporter = None
+
+
+def report(step=None, **metrics):
+    """Inside a trial: pushes metrics (e.g. ``report(step=3, val_acc=0.91)``).
+
+    Returns True to go on, False when hpod asks the trial to stop (checkpoint and exit).
+    Reads HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN; retries while hpod is unavailable.
+    """
+    global _reporter
+    if _reporter is None:
+        _reporter = _Reporter()
+    return _reporter.report(step, metrics)
+
+
+class _Reporter:
+    def __init__(self):
+        try:
+            self.endpoint = os.environ["HPO_ENDPOINT"]
+            self.trial_id = int(os.environ["HPO_TRIAL_ID"])
+            self.token = os.environ["HPO_TRIAL_TOKEN"]
+        except KeyError as e:
+            raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"not inside an hpod trial: {e.args[0]} is not set") from None
+        self.channel = grpc.insecure_channel(self.endpoint)
+        self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
+
+    def report(self, step, metrics):
+        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics={k: float(v) for k, v in metrics.items()})
+        if step is not None:
+            req.step = int(step)
+        delay = 0.1
+        for attempt in range(8):
+            try:
+                r = self.stub.Report(req, timeout=30, wait_for_ready=True,
+                                     metadata=(("authorization", "Bearer " + self.token),))
+                return r.action != hpo_pb2.ReportResponse.ACTION_STOP
+            except grpc.RpcError as e:
+                if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or attempt == 7:
+                    raise HpoError(e.code(), e.details()) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5)

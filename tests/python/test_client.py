@@ -1,0 +1,108 @@
+"""The Python client against a real hpod (local backend) in a temp data dir.
+
+Run by ctest as: /usr/bin/python3 -m unittest tests/python/test_client.py
+with PYTHONPATH=<build>/python and HPO_BIN=<build>/bin.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import hpo
+
+BIN = os.environ["HPO_BIN"]
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.data = tempfile.mkdtemp(prefix="hpo-py-")
+        os.environ["HPO_DATA_DIR"] = cls.data
+        os.environ["PATH"] = BIN + os.pathsep + os.environ["PATH"]
+        subprocess.run([os.path.join(BIN, "hpo"), "daemon", "start", "--cpus", "4"], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.client = hpo.Client()
+        cls.work = tempfile.mkdtemp(prefix="hpo-py-work-")
+        # A trial that reports through the Python helper: loss = (x - 3)^2 / step.
+        cls.trainer = os.path.join(cls.work, "trainer.py")
+        with open(cls.trainer, "w") as f:
+            f.write(textwrap.dedent("""
+                import sys, hpo
+                x = float(sys.argv[1])
+                for step in range(1, 4):
+                    if not hpo.report(step=step, loss=(x - 3) ** 2 / step, other=step):
+                        sys.exit(0)
+            """))
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([os.path.join(BIN, "hpo"), "daemon", "stop"], stdout=subprocess.DEVNULL)
+        shutil.rmtree(cls.data, ignore_errors=True)
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def spec(self, trials=6, command=None):
+        return {
+            "name": "py",
+            "command": command or [sys.executable, self.trainer, "{x}"],
+            "parameters": {"x": {"type": "float", "low": 0, "high": 6}, "k": ["a", "b"]},
+            "objective": {"metric": "loss", "direction": "minimize"},
+            "budget": {"max_trials": trials, "max_concurrent": 3},
+            "seed": 5,
+        }
+
+    def test_validate_reports_errors_with_lines(self):
+        ok, errors, _ = self.client.validate("parameters:\n  x: {type: float, low: 2, high: 1}\n"
+                                             "objective: {metric: m, direction: max}\ncommand: t\n"
+                                             "budget: {max_trials: 1}\n")
+        self.assertFalse(ok)
+        self.assertIn("<string>:2:", errors[0])
+        self.assertIn("low must not exceed high", errors[0])
+        ok, errors, summary = self.client.validate(self.spec())
+        self.assertTrue(ok, errors)
+        self.assertIn("trials: 6", summary)
+        with self.assertRaises(hpo.HpoError) as cm:
+            self.client.submit({"parameters": {"x": [1]}})
+        self.assertEqual(cm.exception.code.name, "INVALID_ARGUMENT")
+
+    def test_sweep_end_to_end(self):
+        s = self.client.submit(self.spec())
+        st = s.wait(timeout=120)
+        self.assertEqual(st["state"], "COMPLETED")
+        self.assertEqual(st["counts"], {"COMPLETED": 6})
+        df = s.trials()
+        self.assertEqual(len(df), 6)
+        for col in ("trial_id", "state", "x", "k", "loss", "other", "objective", "runtime_s"):
+            self.assertIn(col, df.columns)
+        self.assertTrue((df["state"] == "COMPLETED").all())
+        self.assertTrue((df["objective"] == df["loss"]).all())
+        best = s.best()
+        self.assertEqual(best["trial_id"], int(df.loc[df["objective"].idxmin(), "trial_id"]))
+        self.assertEqual(set(best["params"]), {"x", "k"})
+        curves = s.curves()
+        self.assertEqual(len(curves), 6 * 3 * 2)  # 6 trials x 3 steps x 2 metrics
+        self.assertEqual(sorted(curves["step"].unique()), [1, 2, 3])
+        events = list(s.events())
+        self.assertEqual(events[-1]["kind"], "SWEEP_STATE")
+        self.assertEqual(events[-1]["sweep"]["state"], "COMPLETED")
+        later = list(s.events(since_seq=events[2]["seq"]))
+        self.assertEqual(len(later), len(events) - 3)
+        self.assertIn(s.id, list(self.client.sweeps()["id"]))
+
+    def test_cancel(self):
+        s = self.client.submit(self.spec(trials=3, command=["sleep", "300"]))
+        st = s.cancel(wait=True, timeout=60)
+        self.assertEqual(st["state"], "CANCELED")
+
+    def test_report_outside_a_trial_is_a_clear_error(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HPO_TRIAL")}
+        r = subprocess.run([sys.executable, "-c", "import hpo; hpo.report(step=1, loss=1)"], env=env,
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not inside an hpod trial", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
