@@ -559,6 +559,28 @@ int main(int argc, char** argv) {
     }
   });
 
+  // plot: matplotlib through the Python package next to this build (build/python)
+  std::string plot_kind = "curves", plot_out;
+  auto* plot = app.add_subcommand("plot", "plot a sweep to a PNG: learning curves, objective by trial, parallel coordinates");
+  plot->add_option("sweep", sweep_id, "sweep id")->required();
+  plot->add_option("--kind", plot_kind, "curves | objective | parallel")->capture_default_str()
+      ->check(CLI::IsMember({"curves", "objective", "parallel"}));
+  plot->add_option("-o,--output", plot_out, "PNG file to write")->required();
+  plot->callback([&] {
+    Connect();  // starts the daemon when needed, like every other command
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    std::string pydir = ec ? "" : (self.parent_path().parent_path() / "python").string();
+    std::string pythonpath = pydir;
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old) pythonpath += std::string(":") + old;
+    ::setenv("PYTHONPATH", pythonpath.c_str(), 1);
+    std::string id = std::to_string(sweep_id);
+    execl("/usr/bin/python3", "/usr/bin/python3", "-m", "hpo.plot", id.c_str(), "--kind", plot_kind.c_str(),
+          "-o", plot_out.c_str(), static_cast<char*>(nullptr));
+    std::fprintf(stderr, "hpo plot: cannot run /usr/bin/python3: %s\n", std::strerror(errno));
+    rc = kExitError;
+  });
+
   // report / exec (inside trials)
   int64_t step = -1;
   std::vector<std::string> pairs;

@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libspdlog-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-optuna python3-grpcio python3-protobuf python3-pandas
+  python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils
 )
 

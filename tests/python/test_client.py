@@ -91,6 +91,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len(later), len(events) - 3)
         self.assertIn(s.id, list(self.client.sweeps()["id"]))
 
+    def test_watch_in_a_terminal_and_plots(self):
+        import contextlib, io
+        s = self.client.submit(self.spec(trials=4))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            st = s.watch(interval=0.1)
+        self.assertEqual(st["state"], "COMPLETED")
+        self.assertIn("COMPLETED 4", out.getvalue().splitlines()[-1])
+        self.assertIn("best loss", out.getvalue())
+        for kind in ("curves", "objective", "parallel"):
+            png = os.path.join(self.work, f"{kind}.png")
+            r = subprocess.run([os.path.join(BIN, "hpo"), "plot", str(s.id), "--kind", kind, "-o", png],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
     def test_cancel(self):
         s = self.client.submit(self.spec(trials=3, command=["sleep", "300"]))
         st = s.cancel(wait=True, timeout=60)

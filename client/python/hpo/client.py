@@ -160,6 +160,23 @@ class Sweep:
             df["runtime_s"] = (end - df["started_at"]).dt.total_seconds()
         return df
 
+    def param_names(self):
+        """The sweep's parameter names, sorted."""
+        return sorted({k for t in self._trials() for k in t.params})
+
+    def watch(self, interval=1.0, max_rows=40):
+        """Live table until the sweep ends or on interrupt (updated in place in Jupyter, text
+        lines elsewhere); returns status()."""
+        from hpo.view import watch
+        return watch(self, interval, max_rows)
+
+    def plot(self, kind="curves", path=None):
+        """kind: curves (learning curves, stopped trials marked), objective (by trial number, with
+        the running best) or parallel (parameters coloured by objective). Returns the Figure;
+        saves a PNG when `path` is given."""
+        from hpo.plot import plot
+        return plot(self, kind, path)
+
     def curves(self):
         """Every report as a long DataFrame: trial_id, step, metric, value, time."""
         import pandas as pd
