@@ -14,6 +14,9 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils
 )
 
+# Node.js and npm for the reflection test (the machines here have them; a bare Debian 12 does not).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
