@@ -142,7 +142,8 @@ int Watch(int64_t sweep_id, double interval_s, const std::string& sort) {
       return true;
     });
     if (s.ok()) break;
-    if (!absl::IsUnavailable(s)) return Fail(s);
+    // The daemon went away (or dropped a watcher that fell behind): resume; anything else is final.
+    if (!absl::IsUnavailable(s) && !absl::IsCancelled(s) && !absl::IsResourceExhausted(s)) return Fail(s);
     // The daemon went away: wait for it and resume from the last event seen.
     std::fprintf(stderr, "hpo: lost the daemon (%s); reconnecting...\n", std::string(s.message()).c_str());
     absl::SleepFor(absl::Seconds(1));

@@ -11,6 +11,9 @@ objective: {metric: loss, direction: minimize}
 budget: {max_trials: 6, max_concurrent: 2}
 YAML
 id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
+# A watcher that must survive the restart by resuming the event stream.
+hpo watch "$id" --interval 0.2 >"$WORK/watch.txt" 2>"$WORK/watch.err" &
+watcher=$!
 wait_for "[ \$(sql \"SELECT COUNT(*) FROM reports\") -ge 2 ]" 20
 hpo daemon stop >/dev/null
 wait_for "[ \$(trial_processes $id) -eq 0 ]" 5
@@ -18,6 +21,9 @@ lost=$(sql "SELECT COUNT(*) FROM trials WHERE state='TRIAL_STATE_LOST'")
 [ "$lost" -ge 1 ] || fail "no trial was marked LOST at shutdown"
 hpo daemon start --cpus 2 >/dev/null
 hpo wait "$id" --timeout 120 >/dev/null || fail "sweep did not complete after the restart"
+wait $watcher || fail "hpo watch did not survive the restart: $(cat "$WORK/watch.err")"
+grep -q "reconnecting" "$WORK/watch.err" || fail "hpo watch did not notice the restart"
+grep -q "COMPLETED 6" "$WORK/watch.txt" || fail "the watcher's final table lacks the completed trials"
 done=$(sql "SELECT COUNT(*) FROM trials WHERE state='TRIAL_STATE_COMPLETED'")
 [ "$done" -eq 6 ] || fail "expected 6 completed trials, got $done"
 retried=$(sql "SELECT COUNT(*) FROM trials WHERE retry_of != 0")
