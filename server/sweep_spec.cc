@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/shell_quote.h"
 #include "absl/strings/str_join.h"
 #include "common/duration.h"
 #include "common/files.h"
@@ -495,16 +496,6 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     Error(root["budget"] ? root["budget"] : root,
           absl::StrCat(spec.algorithm.name, " search never runs out of trials: set budget.max_trials or budget.wall_time"));
   }
-}
-
-std::string ShellQuote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=+@%") == std::string::npos) return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
 }
 
 }  // namespace

@@ -7,23 +7,12 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "common/shell_quote.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
 
 namespace hpo::backend {
-namespace {
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-}  // namespace
 
 SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
     : api_(std::move(api)), clock_(clock) {}
