@@ -20,7 +20,10 @@ SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
 JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   JobRequest r;
   r.name = absl::StrCat("hpo-", spec.sweep_id, "-", spec.trial_id);
-  r.script = "#!/bin/sh\nexec";
+  // One task: the batch script is the trial. Several tasks (or nodes): the batch script starts
+  // them all as one step; every task runs the command, rank 0 ($SLURM_PROCID) is the one to report.
+  int tasks = spec.resources.nodes * spec.resources.tasks_per_node;
+  r.script = tasks > 1 ? "#!/bin/sh\nexec srun --kill-on-bad-exit=1" : "#!/bin/sh\nexec";
   for (const auto& a : spec.argv) r.script += " " + ShellQuote(a);
   r.script += "\n";
   r.workdir = spec.workdir;

@@ -66,6 +66,22 @@ sed 's/resources: {gpus: 2}/resources: {gpus: 5}/' "$WORK/gpus.yaml" >"$WORK/bad
 hpo submit "$WORK/badgpu.yaml" 2>"$WORK/err" && fail "more GPUs than a node has was accepted"
 grep -q "not available" "$WORK/err" || fail "unclear GPU error: $(cat "$WORK/err")"
 
+# A 2-node trial with 2 tasks per node is one step over both nodes; rank 0 reports.
+cat >"$WORK/multi.yaml" <<'YAML'
+command: "echo \"$SLURM_PROCID $SLURMD_NODENAME\" >> $HPO_TRIAL_DIR/ranks.txt; if [ \"$SLURM_PROCID\" = 0 ]; then hpo report --step 1 loss=1; fi"
+parameters: {x: [1]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+resources: {nodes: 2, tasks_per_node: 2, gpus: 1}
+slurm: {mode: jobs}
+YAML
+id=$(hpo submit "$WORK/multi.yaml" | tail -n 1)
+hpo wait "$id" --timeout 60 >/dev/null || fail "the 2-node trial did not complete"
+ranks=$(sort "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | tr '\n' ' ')
+[ "$ranks" = "0 n1 1 n1 2 n2 3 n2 " ] || fail "a 2x2 trial ran as '$ranks'"
+[ "$(sql "SELECT report_count FROM trials WHERE sweep_id=$id")" -eq 1 ] || fail "rank 0 should report once"
+hpo trials "$id" --where | grep -q "nodes=n\[1-2\]" || fail "the trial's node list is not recorded"
+
 sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"
 id=$(hpo submit "$WORK/long.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 3 ]" 30
