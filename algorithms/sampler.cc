@@ -4,17 +4,24 @@
 #include "absl/strings/str_join.h"
 #include "algorithms/grid_sampler.h"
 #include "algorithms/random_sampler.h"
+#include "algorithms/tpe_sampler.h"
 
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"random", "grid"};
+  static const std::vector<std::string> names = {"random", "grid", "tpe"};
   return names;
 }
 
 absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
                                                      const SearchSpace& space) {
   if (spec.name == "random") return std::make_unique<RandomSampler>();
+  if (spec.name == "tpe") {
+    if (spec.tpe_startup_trials < 1 || spec.tpe_candidates < 1) {
+      return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");
+    }
+    return std::make_unique<TpeSampler>(TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates});
+  }
   if (spec.name == "grid") {
     if (spec.grid_points < 1) return absl::InvalidArgumentError("grid points must be >= 1");
     auto grid = std::make_unique<GridSampler>(space, spec.grid_points, spec.grid_shuffle);

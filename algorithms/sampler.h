@@ -34,9 +34,11 @@ struct SuggestRequest {
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  std::string name = "random";  // "random" | "grid"
+  std::string name = "random";  // "random" | "grid" | "tpe"
   int grid_points = 5;          // grid: values per continuous parameter
   bool grid_shuffle = false;    // grid: visit points in a seeded random order
+  int tpe_startup_trials = 10;  // tpe: random trials before the model is used
+  int tpe_candidates = 24;      // tpe: draws scored per suggestion
 };
 
 class Sampler {

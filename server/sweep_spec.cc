@@ -394,11 +394,13 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.algorithm.name = node.Scalar();
   } else if (ExpectMap(node, "algorithm")) {
-    CheckKeys(node, "algorithm", {"name", "points", "shuffle"});
+    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates"});
     if (!node["name"]) Error(node, "algorithm needs name: random or grid");
     else spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
     if (node["points"]) spec.algorithm.grid_points = static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
     if (node["shuffle"]) spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
+    if (node["startup_trials"]) spec.algorithm.tpe_startup_trials = static_cast<int>(Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
+    if (node["candidates"]) spec.algorithm.tpe_candidates = static_cast<int>(Integer(node["candidates"], "algorithm candidates", 1, 10000).value_or(24));
   }
   const auto& names = algorithms::SamplerNames();
   if (std::find(names.begin(), names.end(), spec.algorithm.name) == names.end()) {
