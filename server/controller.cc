@@ -414,9 +414,11 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   } else {
     if (sweep.exhausted || (sweep.limit > 0 && sweep.sampled >= sweep.limit)) return false;
     std::vector<algorithms::HistoryEntry> history;
-    history.reserve(sweep.trials.size());
-    for (const auto& t : sweep.trials) {
-      history.push_back({t->rec.number, t->rec.params, IsFinal(t->rec.state), t->rec.objective});
+    if (sweep.sampler->UsesHistory()) {
+      history.reserve(sweep.trials.size());
+      for (const auto& t : sweep.trials) {
+        history.push_back({t->rec.number, t->rec.params, IsFinal(t->rec.state), t->rec.objective});
+      }
     }
     algorithms::SuggestRequest req;
     req.space = &sweep.spec.space;
