@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,7 @@ Controller::~Controller() { Shutdown(); }
 // Batches
 
 void Controller::Start() {
+  backend_.SetWakeup([this] { Wake(); });
   completer_ = std::thread([this] { CompleterLoop(); });
   thread_ = std::thread([this] { Loop(); });
 }
@@ -57,6 +59,7 @@ void Controller::Shutdown() {
     if (stopping_) return;
     stopping_ = true;
   }
+  backend_.SetWakeup(nullptr);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   {
@@ -96,6 +99,16 @@ void Controller::Post(Work work) {
   if (wake) cv_.notify_one();
 }
 
+void Controller::Wake() {
+  bool wake;
+  {
+    std::lock_guard lock(mu_);
+    tick_requested_ = true;
+    wake = waiting_;
+  }
+  if (wake) cv_.notify_one();
+}
+
 void Controller::RunOnce() {
   std::vector<Work> batch;
   {
@@ -115,12 +128,14 @@ void Controller::Loop() {
                       std::chrono::microseconds(std::max<int64_t>(
                           0, absl::ToInt64Microseconds(next_tick_ - clock_.Now())));
       waiting_ = true;
-      cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_; });
+      cv_.wait_until(lock, deadline, [&] { return !queue_.empty() || stopping_ || tick_requested_; });
       waiting_ = false;
       if (stopping_) break;
       batch.swap(queue_);
+      tick = tick_requested_;
+      tick_requested_ = false;
     }
-    if (clock_.Now() >= next_tick_) {
+    if (tick || clock_.Now() >= next_tick_) {
       tick = true;
       next_tick_ = clock_.Now() + options_.tick;
     }
@@ -384,14 +399,25 @@ void Controller::Schedule(SweepRt& sweep) {
     return;
   }
   if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
-  // Trials already created go first, in order.
-  while (!sweep.pending.empty()) {
-    TrialRt& t = *sweep.trials[static_cast<size_t>(sweep.pending.front())];
-    if (!backend_.CanLaunch(spec.resources)) return;
-    sweep.pending.pop_front();
+  // Trials already created go first. Each one that fits starts, so a smaller trial may pass a
+  // larger one that waits for resources (backfill) — unless the oldest waiting trial has waited
+  // longer than kBackfillLimit: then nothing passes it.
+  std::deque<int64_t> waiting;
+  waiting.swap(sweep.pending);
+  bool blocked = false;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    TrialRt& t = *sweep.trials[static_cast<size_t>(waiting[i])];
+    if (IsFinal(t.rec.state)) continue;
+    if (blocked || !backend_.CanLaunch(sweep.rec.id, spec.TrialResources(t.rec.params), spec.placement)) {
+      sweep.pending.push_back(waiting[i]);
+      if (sweep.pending.size() == 1 && clock_.Now() - t.rec.created_at > kBackfillLimit) blocked = true;
+      continue;
+    }
     LaunchPending(sweep, t);
   }
-  while (sweep.active < spec.budget.max_concurrent && backend_.CanLaunch(spec.resources)) {
+  if (blocked) return;
+  while (sweep.active < spec.budget.max_concurrent &&
+         backend_.CanLaunch(sweep.rec.id, spec.MinResources(), spec.placement)) {
     if (!CreateTrial(sweep)) break;
   }
   bool more = !sweep.retries.empty() ||
@@ -456,7 +482,7 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   sweep.trials.push_back(std::move(rt));
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
-  if (backend_.CanLaunch(sweep.spec.resources)) {
+  if (backend_.CanLaunch(sweep.rec.id, sweep.spec.TrialResources(rec.params), sweep.spec.placement)) {
     LaunchPending(sweep, trial);
   } else {
     sweep.pending.push_back(trial.rec.number);
@@ -473,8 +499,9 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
   launch.argv = spec.RenderCommand(rec.params, rec.id, rec.number, sweep.rec.id, rec.trial_dir);
   launch.workdir = spec.workdir;
   launch.trial_dir = rec.trial_dir;
-  launch.resources = spec.resources;
+  launch.resources = spec.TrialResources(rec.params);
   launch.placement = spec.placement;
+  launch.stop_signal = spec.stop_signal;
   launch.env = spec.env;
   launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
   launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
@@ -514,6 +541,11 @@ void Controller::HandleBackendEvent(const backend::BackendEvent& e) {
       rec.backend_id = e.backend_id;
       rec.gpus = e.gpus;
       SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_STATE);
+      break;
+    case backend::BackendEvent::Kind::kUpdated:
+      rec.backend_id = e.backend_id;
+      if (!e.gpus.empty()) rec.gpus = e.gpus;
+      SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
       break;
     case backend::BackendEvent::Kind::kExited: {
       rec.exit_code = e.exit_code;
@@ -654,6 +686,7 @@ void Controller::FinishSweep(SweepRt& sweep, v1::SweepState state, const std::st
   sweep.rec.ended_at = clock_.Now();
   spdlog::info("sweep {} {}: {}", sweep.rec.id, SweepStateName(state), message);
   SaveSweep(sweep);
+  backend_.SweepEnded(sweep.rec.id);
 }
 
 }  // namespace hpo::server

@@ -128,6 +128,10 @@ class Controller {
   void CompleterLoop();
   void RunBatch(std::vector<Work>& batch, bool tick);
   void Tick();
+  // Thread-safe: runs a tick as soon as the loop is free (the backend calls it).
+  void Wake();
+  // How long the oldest waiting trial lets smaller ones start before it.
+  static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
   void HandleBackendEvent(const backend::BackendEvent& e);
   void Schedule(SweepRt& sweep);
   bool CreateTrial(SweepRt& sweep);
@@ -170,6 +174,7 @@ class Controller {
   std::condition_variable cv_;
   std::vector<Work> queue_;  // guarded by mu_
   bool stopping_ = false;    // guarded by mu_
+  bool tick_requested_ = false;  // guarded by mu_: the backend has news (Wake)
   bool waiting_ = false;     // guarded by mu_: the loop sleeps on cv_
   std::thread thread_;
 

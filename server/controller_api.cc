@@ -37,7 +37,7 @@ v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& r
   v1::ValidateSweepResponse resp;
   ParseResult parsed = ParseSweepSpec(req.spec_yaml(), req.source(), req.base_dir());
   if (parsed.spec) {
-    absl::Status fits = backend_.CheckFits(parsed.spec->resources, parsed.spec->placement);
+    absl::Status fits = backend_.CheckFits(parsed.spec->MaxResources(), parsed.spec->placement);
     if (!fits.ok()) {
       parsed.errors.push_back(absl::StrCat(parsed.spec->source, ": resources/slurm (", backend_.Name(),
                                            " backend): ", fits.message()));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "absl/strings/str_format.h"
 #include "common/data_dir.h"
 #include "common/files.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -110,8 +111,11 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<hpo::backend::Backend> backend_ptr;
   if (backend_name == "slurm") {
+    hpo::backend::SlurmBackend::Options slurm_options;
+    // Allocation names carry the data directory's hash: a restarted daemon finds its own.
+    slurm_options.instance = absl::StrFormat("%08x", static_cast<uint32_t>(std::hash<std::string>()(data_dir.root())));
     backend_ptr = std::make_unique<hpo::backend::SlurmBackend>(hpo::backend::MakeLibSlurm(slurm_conf),
-                                                               hpo::SystemClock::Get());
+                                                               hpo::SystemClock::Get(), slurm_options);
   } else {
     hpo::backend::LocalBackend::Options backend_options;
     backend_options.gpus = gpus;

@@ -1,6 +1,8 @@
 #include "absl/strings/string_view.h"
 #include "server/sweep_spec.h"
 
+#include <cctype>
+#include <csignal>
 #include <cmath>
 #include <regex>
 #include <set>
@@ -108,6 +110,11 @@ class Parser {
     }
     return i;
   }
+
+  std::optional<int> allocation_nodes_, allocation_gpus_, allocation_cpus_, allocation_max_;
+  YAML::Node allocation_node_;
+  static std::optional<int64_t> MemoryMb(const std::string& text);
+  void ResolveAllocation(SweepSpec& spec);
 
   std::optional<bool> Bool(const YAML::Node& n, absl::string_view what) {
     if (n.IsScalar() && n.Tag() != "!") {
@@ -366,27 +373,147 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "resources")) return;
   CheckKeys(node, "resources", {"gpus", "cpus", "nodes", "tasks_per_node"});
   auto& r = spec.resources;
-  if (node["gpus"]) r.gpus = static_cast<int>(Integer(node["gpus"], "resources gpus", 0, 1024).value_or(0));
+  if (const YAML::Node g = node["gpus"]) {
+    static const std::regex kRef(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+    std::smatch m;
+    if (g.IsScalar() && std::regex_match(g.Scalar(), m, kRef)) {
+      // Each trial's GPU count is one of its parameters: int, or categorical of integers.
+      spec.gpus_param = m[1];
+      const algorithms::ParamDef* def = spec.space.Find(spec.gpus_param);
+      if (def == nullptr) {
+        Error(g, absl::StrCat("resources gpus: no parameter '", spec.gpus_param, "'"));
+      } else if (def->type == ParamType::kInt && !def->log && def->Cardinality() && *def->Cardinality() <= 64) {
+        double step = def->step.value_or(1);
+        for (double v = def->low; v <= def->high + 1e-9; v += step) spec.gpu_options.push_back(static_cast<int>(v));
+      } else if (def->type == ParamType::kCategorical || def->type == ParamType::kFixed) {
+        std::vector<ParamValue> values = def->type == ParamType::kFixed ? std::vector<ParamValue>{def->value} : def->choices;
+        for (const ParamValue& v : values) {
+          const int64_t* i = std::get_if<int64_t>(&v);
+          if (i == nullptr || *i < 0 || *i > 1024) {
+            Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param, "' has the value ",
+                                  algorithms::FormatValue(v), "; GPU counts are integers from 0 to 1024"));
+            spec.gpu_options.clear();
+            break;
+          }
+          spec.gpu_options.push_back(static_cast<int>(*i));
+        }
+      } else {
+        Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param,
+                              "' must be an int (linear, at most 64 values) or a categorical of integers"));
+      }
+      for (int v : spec.gpu_options) {
+        if (v < 0 || v > 1024) {
+          Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param, "' reaches ", v, "; GPU counts are 0 to 1024"));
+          spec.gpu_options.clear();
+          break;
+        }
+      }
+      std::sort(spec.gpu_options.begin(), spec.gpu_options.end());
+      spec.gpu_options.erase(std::unique(spec.gpu_options.begin(), spec.gpu_options.end()), spec.gpu_options.end());
+      if (!spec.gpu_options.empty()) r.gpus = spec.gpu_options.back();
+    } else {
+      r.gpus = static_cast<int>(Integer(g, "resources gpus", 0, 1024).value_or(0));
+    }
+  }
+  if (spec.gpu_options.empty()) spec.gpu_options = {r.gpus};
   if (node["cpus"]) r.cpus = static_cast<int>(Integer(node["cpus"], "resources cpus", 1, 4096).value_or(1));
   if (node["nodes"]) r.nodes = static_cast<int>(Integer(node["nodes"], "resources nodes", 1, 4096).value_or(1));
   if (node["tasks_per_node"]) r.tasks_per_node = static_cast<int>(Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
 }
 
+// "SIGUSR1", "USR1", "usr1" or a number.
+std::optional<int> SignalNumber(const std::string& text) {
+  static const std::map<std::string, int> kSignals = {
+      {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+      {"USR2", SIGUSR2}, {"KILL", SIGKILL}, {"CONT", SIGCONT}, {"ALRM", SIGALRM}};
+  std::string up;
+  for (char c : text) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (up.rfind("SIG", 0) == 0) up = up.substr(3);
+  auto it = kSignals.find(up);
+  if (it != kSignals.end()) return it->second;
+  int n = 0;
+  if (absl::SimpleAtoi(text, &n) && n >= 1 && n <= 64) return n;
+  return std::nullopt;
+}
+
 void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "slurm")) return;
-  CheckKeys(node, "slurm", {"mode", "partition", "account", "qos", "constraint", "reservation", "time_limit"});
+  CheckKeys(node, "slurm", {"mode", "partition", "account", "qos", "constraint", "reservation",
+                            "time_limit", "allocation", "exclusive", "comment", "licenses"});
   backend::Placement& p = spec.placement;
   if (node["mode"]) {
     p.mode = String(node["mode"], "slurm mode").value_or("");
     if (p.mode != "jobs" && p.mode != "steps") Error(node["mode"], "slurm mode must be steps or jobs");
   }
   for (auto [key, field] : {std::pair{"partition", &p.partition}, {"account", &p.account}, {"qos", &p.qos},
-                            {"constraint", &p.constraint}, {"reservation", &p.reservation}}) {
+                            {"constraint", &p.constraint}, {"reservation", &p.reservation},
+                            {"comment", &p.comment}, {"licenses", &p.licenses}}) {
     if (node[key]) *field = String(node[key], absl::StrCat("slurm ", key)).value_or("");
   }
+  if (node["exclusive"]) p.exclusive = Bool(node["exclusive"], "slurm exclusive").value_or(false);
   if (node["time_limit"]) {
     auto d = Duration(node["time_limit"], "slurm time_limit");
     if (d) p.time_limit_minutes = static_cast<int>(std::ceil(absl::ToDoubleMinutes(*d)));
+  }
+  if (const YAML::Node a = node["allocation"]; a && ExpectMap(a, "slurm allocation")) {
+    CheckKeys(a, "slurm allocation", {"nodes", "gpus_per_node", "cpus_per_node", "memory", "max", "idle_timeout"});
+    auto& shape = p.allocation;
+    if (a["nodes"]) allocation_nodes_ = static_cast<int>(Integer(a["nodes"], "slurm allocation nodes", 1, 4096).value_or(1));
+    if (a["gpus_per_node"]) allocation_gpus_ = static_cast<int>(Integer(a["gpus_per_node"], "slurm allocation gpus_per_node", 0, 1024).value_or(0));
+    if (a["cpus_per_node"]) allocation_cpus_ = static_cast<int>(Integer(a["cpus_per_node"], "slurm allocation cpus_per_node", 1, 100000).value_or(1));
+    if (a["max"]) allocation_max_ = static_cast<int>(Integer(a["max"], "slurm allocation max", 1, 1000).value_or(1));
+    if (a["idle_timeout"]) shape.idle_timeout = Duration(a["idle_timeout"], "slurm allocation idle_timeout").value_or(absl::Seconds(30));
+    if (a["memory"]) {
+      std::string m = String(a["memory"], "slurm allocation memory").value_or("");
+      std::optional<int64_t> mb = MemoryMb(m);
+      if (!mb) Error(a["memory"], absl::StrCat("slurm allocation memory must be a size like 64G or 512M, not '", m, "'"));
+      else shape.memory_mb = *mb;
+    }
+    allocation_node_ = a;
+  }
+}
+
+// "64G", "512M", "1T", "1024" (MB, as Slurm reads it).
+std::optional<int64_t> Parser::MemoryMb(const std::string& text) {
+  std::smatch m;
+  static const std::regex kSize(R"(([0-9]+)\s*([KkMmGgTt]?)[Bb]?)");
+  if (!std::regex_match(text, m, kSize)) return std::nullopt;
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(m[1].str(), &n)) return std::nullopt;
+  char unit = m[2].str().empty() ? 'M' : static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
+  switch (unit) {
+    case 'K': return std::max<int64_t>(1, n / 1024);
+    case 'M': return n;
+    case 'G': return n * 1024;
+    default: return n * 1024 * 1024;
+  }
+}
+
+// Steps mode: the allocation's shape, from the file where it says so and else from the trials.
+void Parser::ResolveAllocation(SweepSpec& spec) {
+  backend::Placement& p = spec.placement;
+  backend::AllocationShape& a = p.allocation;
+  const backend::Resources& r = spec.resources;  // gpus is the largest a trial asks for
+  a.nodes = allocation_nodes_.value_or(r.nodes);
+  a.gpus_per_node = allocation_gpus_.value_or(r.gpus);
+  int min_gpus = spec.gpu_options.front();
+  int trials_per_node = 1;
+  if (allocation_gpus_ && min_gpus > 0) trials_per_node = std::max(1, *allocation_gpus_ / min_gpus);
+  a.cpus_per_node = allocation_cpus_.value_or(r.cpus * r.tasks_per_node * trials_per_node);
+  int per_allocation = std::max(1, trials_per_node * (a.nodes / std::max(1, r.nodes)));
+  a.max = allocation_max_.value_or(static_cast<int>(std::min<int64_t>(
+      16, (spec.budget.max_concurrent + per_allocation - 1) / per_allocation)));
+  if (p.mode != "steps") return;
+  const YAML::Node& where = allocation_node_ ? allocation_node_ : YAML::Node();
+  if (r.nodes > a.nodes) {
+    Error(where, absl::StrCat("slurm allocation has ", a.nodes, " node(s) but a trial asks for ", r.nodes));
+  }
+  if (r.gpus > a.gpus_per_node) {
+    Error(where, absl::StrCat("slurm allocation has ", a.gpus_per_node, " GPU(s) per node but a trial asks for up to ", r.gpus));
+  }
+  if (r.cpus * r.tasks_per_node > a.cpus_per_node) {
+    Error(where, absl::StrCat("slurm allocation has ", a.cpus_per_node, " CPU(s) per node but a trial asks for ",
+                              r.cpus * r.tasks_per_node, " per node (cpus x tasks_per_node)"));
   }
 }
 
@@ -441,7 +568,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   CheckKeys(root, "the sweep", {"name", "parameters", "objective", "command", "pass_params", "env",
                                "workdir", "budget", "resources", "slurm", "algorithm", "early_stopping",
-                               "seed", "fom_regex", "stop_grace", "max_retries"});
+                               "seed", "fom_regex", "stop_grace", "stop_signal", "max_retries"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -471,6 +598,8 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (root["budget"]) Budget_(root["budget"], spec);
   if (root["resources"]) Resources(root["resources"], spec);
   if (root["slurm"]) Slurm(root["slurm"], spec);
+  if (spec.gpu_options.empty()) spec.gpu_options = {spec.resources.gpus};
+  ResolveAllocation(spec);
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);
   if (root["early_stopping"]) EarlyStopping(root["early_stopping"], spec);
   if (root["seed"]) spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));
@@ -486,6 +615,11 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     }
   }
   if (root["stop_grace"]) spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(absl::Seconds(10));
+  if (root["stop_signal"]) {
+    std::string sig = String(root["stop_signal"], "stop_signal").value_or("");
+    if (std::optional<int> n = SignalNumber(sig)) spec.stop_signal = *n;
+    else Error(root["stop_signal"], absl::StrCat("stop_signal must be a signal name like SIGTERM or SIGUSR1, not '", sig, "'"));
+  }
   if (root["max_retries"]) spec.max_retries = static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
 
   if (!errors_.empty()) return;
@@ -602,10 +736,45 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
   absl::StrAppend(&out, "\ntrials: ", limit > 0 ? std::to_string(limit) : "until wall_time",
                   ", ", budget.max_concurrent, " at a time");
   if (budget.wall_time) absl::StrAppend(&out, ", wall time ", absl::FormatDuration(*budget.wall_time));
-  absl::StrAppend(&out, "\nresources per trial: ", resources.gpus, " GPU(s), ", resources.cpus, " CPU(s)");
-  if (resources.nodes > 1) absl::StrAppend(&out, ", ", resources.nodes, " nodes");
+  std::string gpus = gpus_param.empty()
+                         ? std::to_string(resources.gpus)
+                         : absl::StrCat(absl::StrJoin(gpu_options, "/"), " (parameter ", gpus_param, ")");
+  absl::StrAppend(&out, "\nresources per trial: ", gpus, " GPU(s) per node, ", resources.cpus, " CPU(s) per task");
+  if (resources.nodes > 1 || resources.tasks_per_node > 1) {
+    absl::StrAppend(&out, ", ", resources.nodes, " node(s) x ", resources.tasks_per_node, " task(s)");
+  }
+  if (placement.mode == "steps") {
+    const backend::AllocationShape& a = placement.allocation;
+    absl::StrAppend(&out, "\nslurm steps mode (with --backend slurm): up to ", a.max, " allocation(s) of ",
+                    a.nodes, " node(s) x ", a.gpus_per_node, " GPU(s), ", a.cpus_per_node, " CPU(s)");
+  } else {
+    absl::StrAppend(&out, "\nslurm jobs mode (with --backend slurm): one batch job per trial");
+  }
   absl::StrAppend(&out, "\nworkdir: ", workdir, "\n");
   return out;
+}
+
+backend::Resources SweepSpec::TrialResources(const algorithms::Params& params) const {
+  backend::Resources r = resources;
+  if (!gpus_param.empty()) {
+    auto it = params.find(gpus_param);
+    if (it != params.end()) {
+      if (std::optional<double> v = algorithms::NumericValue(it->second)) r.gpus = static_cast<int>(*v);
+    }
+  }
+  return r;
+}
+
+backend::Resources SweepSpec::MinResources() const {
+  backend::Resources r = resources;
+  r.gpus = gpu_options.empty() ? resources.gpus : gpu_options.front();
+  return r;
+}
+
+backend::Resources SweepSpec::MaxResources() const {
+  backend::Resources r = resources;
+  r.gpus = gpu_options.empty() ? resources.gpus : gpu_options.back();
+  return r;
 }
 
 }  // namespace hpo::server

@@ -45,19 +45,27 @@ struct SweepSpec {
   std::map<std::string, std::string> env;
   std::string workdir;               // absolute
   Budget budget;
-  backend::Resources resources;
+  backend::Resources resources;      // per trial; gpus from gpus_param when that is set
+  std::string gpus_param;            // `gpus: "{name}"`: each trial's GPU count is that parameter
+  std::vector<int> gpu_options;      // the GPU counts a trial may ask for, ascending
   backend::Placement placement;      // the `slurm:` section
   algorithms::AlgorithmSpec algorithm;
   algorithms::StopperSpec early_stopping;
   uint64_t seed = 0;
   std::string fom_regex;             // for `hpo exec`; group 1 is the value
   absl::Duration stop_grace = absl::Seconds(10);
+  int stop_signal = 15;              // SIGTERM; what a stopped trial gets before the grace period
   int max_retries = 2;               // retries of trials the infrastructure lost
 
   // The argv of one trial: placeholders filled, flags appended.
   std::vector<std::string> RenderCommand(const algorithms::Params& params, int64_t trial_id,
                                          int64_t trial_number, int64_t sweep_id,
                                          const std::string& trial_dir) const;
+  // What one trial asks for, given its parameters.
+  backend::Resources TrialResources(const algorithms::Params& params) const;
+  // The smallest and the largest request a trial of this sweep may make.
+  backend::Resources MinResources() const;
+  backend::Resources MaxResources() const;
   // How many trials the sweep runs at most (0: unbounded until wall time).
   int64_t TrialLimit(const algorithms::Sampler& sampler) const;
   // A few lines describing the spec, for `hpo validate`.

@@ -8,7 +8,9 @@
 // Errors: Launch returns RESOURCE_EXHAUSTED when the trial does not fit now, INVALID_ARGUMENT
 // for a spec the backend can never run, UNAVAILABLE when the backend is temporarily away.
 
+#include <csignal>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,12 +28,26 @@ struct Resources {
   int tasks_per_node = 1;
 };
 
+// The allocations hpod holds for a sweep in Slurm `steps` mode (the sweep's `slurm.allocation`).
+// The sweep spec fills every field from the trials' resources when the file leaves it out.
+struct AllocationShape {
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int cpus_per_node = 1;
+  int64_t memory_mb = 0;  // per node; 0: the site's default. Steps get an even share per CPU.
+  int max = 1;            // allocations the pool may grow to
+  absl::Duration idle_timeout = absl::Seconds(30);  // an allocation with no steps goes after this
+};
+
 // Where a trial may run on a Slurm cluster (the sweep's `slurm:` section). The local backend
 // ignores it.
 struct Placement {
-  std::string mode = "jobs";  // "jobs": one batch job per trial; "steps": steps in allocations
+  std::string mode = "steps";  // "steps": steps in allocations hpod holds; "jobs": a job per trial
   std::string partition, account, qos, constraint, reservation;
-  int time_limit_minutes = 0;  // 0: the partition's default
+  int time_limit_minutes = 0;  // 0: the partition's default (per allocation, or per trial job)
+  AllocationShape allocation;  // steps mode
+  bool exclusive = false;      // whole nodes (sbatch --exclusive)
+  std::string comment, licenses;
 };
 
 struct LaunchSpec {
@@ -43,6 +59,7 @@ struct LaunchSpec {
   std::string trial_dir;                   // absolute; exists; logs go here
   Resources resources;
   Placement placement;
+  int stop_signal = SIGTERM;               // what Stop sends first
 };
 
 struct BackendEvent {
@@ -50,6 +67,7 @@ struct BackendEvent {
     kStarted,  // the trial's process runs; backend_id and gpus are set
     kExited,   // the process ended; exit_code / term_signal say how
     kLost,     // the backend can no longer tell what happened (infrastructure failure)
+    kUpdated,  // more is known about a running trial: backend_id (and gpus when set) replace the old
   };
   Kind kind = Kind::kStarted;
   int64_t trial_id = 0;
@@ -68,11 +86,12 @@ class Backend {
   virtual std::string Name() const = 0;
   // OK when a trial with `r` could ever run here; INVALID_ARGUMENT saying why not otherwise.
   virtual absl::Status CheckFits(const Resources& r, const Placement& p) = 0;
-  // True when a trial with `r` can start now.
-  virtual bool CanLaunch(const Resources& r) const = 0;
+  // True when a trial of `sweep_id` with `r` can start now. A backend that grows its capacity on
+  // demand (Slurm steps mode) takes a false answer as a trial waiting.
+  virtual bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) = 0;
   // Starts the trial. After OK, Poll() eventually reports kStarted and later kExited or kLost.
   virtual absl::Status Launch(const LaunchSpec& spec) = 0;
-  // Asks a running trial to end: SIGTERM (or the configured signal), after `grace` SIGKILL.
+  // Asks a running trial to end: its LaunchSpec's stop_signal, after `grace` SIGKILL.
   // NOT_FOUND when the backend does not know the trial (already ended).
   virtual absl::Status Stop(int64_t trial_id, absl::Duration grace) = 0;
   // Events since the last call, oldest first. Also drives the backend's own timers.
@@ -84,6 +103,11 @@ class Backend {
   virtual int Running() const = 0;
   // Capacity for summaries ("4 GPUs, 8 CPUs").
   virtual std::string Describe() const = 0;
+  // The sweep will launch nothing more: whatever the backend holds for it alone can go.
+  virtual void SweepEnded(int64_t /*sweep_id*/) {}
+  // `wake` (thread-safe, cheap) is called from any thread when something happened that the next
+  // Poll would report, so the controller can poll at once instead of at its next tick.
+  virtual void SetWakeup(std::function<void()> /*wake*/) {}
 };
 
 }  // namespace hpo::backend

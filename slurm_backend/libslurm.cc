@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "slurm_backend/slurm_api.h"
@@ -72,6 +73,10 @@ class Desc {
     if (!req.constraint.empty()) d_.features = Str(req.constraint);
     if (!req.reservation.empty()) d_.reservation = Str(req.reservation);
     if (req.time_limit_minutes > 0) d_.time_limit = req.time_limit_minutes;
+    if (req.memory_mb > 0) d_.pn_min_memory = static_cast<uint64_t>(req.memory_mb);
+    if (req.exclusive) d_.shared = JOB_SHARED_NONE;
+    if (!req.comment.empty()) d_.comment = Str(req.comment);
+    if (!req.licenses.empty()) d_.licenses = Str(req.licenses);
     d_.user_id = ::getuid();
     d_.group_id = ::getgid();
   }
@@ -118,6 +123,7 @@ class LibSlurm final : public SlurmApi {
       s.state = FromSlurm(j.job_state);
       s.exit_code = j.exit_code;
       s.nodes = j.nodes != nullptr ? j.nodes : "";
+      s.name = j.name != nullptr ? j.name : "";
       out.push_back(std::move(s));
     }
     slurm_free_job_info_msg(msg);
@@ -134,6 +140,50 @@ class LibSlurm final : public SlurmApi {
   absl::Status Cancel(uint32_t job_id) override {
     if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) return SlurmError(absl::StrCat("scancel ", job_id));
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<StepStatus>> QuerySteps() override {
+    job_step_info_response_msg_t* msg = nullptr;
+    if (slurm_get_job_steps(0, NO_VAL, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS) return SlurmError("squeue -s");
+    std::vector<StepStatus> out;
+    for (uint32_t i = 0; i < msg->job_step_count; ++i) {
+      const job_step_info_t& st = msg->job_steps[i];
+      if (st.step_id.step_id >= SLURM_MAX_NORMAL_STEP_ID) continue;  // batch, extern, pending (TDB)
+      StepStatus s;
+      s.job_id = st.step_id.job_id;
+      s.step_id = st.step_id.step_id;
+      s.name = st.name != nullptr ? st.name : "";
+      s.nodes = st.nodes != nullptr ? st.nodes : "";
+      out.push_back(std::move(s));
+    }
+    slurm_free_job_step_info_response_msg(msg);
+    return out;
+  }
+
+  absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) override {
+    if (slurm_signal_job_step(job_id, step_id, static_cast<uint16_t>(signal)) != SLURM_SUCCESS) {
+      return SlurmError(absl::StrCat("signal step ", job_id, ".", step_id));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CancelStep(uint32_t job_id, uint32_t step_id) override {
+    if (slurm_kill_job_step(job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
+      return SlurmError(absl::StrCat("scancel ", job_id, ".", step_id));
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<std::string> ExpandHostlist(const std::string& list) override {
+    std::vector<std::string> out;
+    hostlist_t hl = slurm_hostlist_create(list.c_str());
+    if (hl == nullptr) return out;
+    while (char* host = slurm_hostlist_shift(hl)) {
+      out.emplace_back(host);
+      std::free(host);
+    }
+    slurm_hostlist_destroy(hl);
+    return out;
   }
 };
 

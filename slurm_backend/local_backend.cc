@@ -1,7 +1,6 @@
 #include "absl/strings/string_view.h"
 #include "slurm_backend/local_backend.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,37 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
-extern char** environ;
-
 namespace hpo::backend {
-namespace {
-
-// argv / envp as the C arrays execvpe wants, built before fork.
-struct CStrings {
-  std::vector<std::string> storage;
-  std::vector<char*> ptrs;
-  char** data() {
-    ptrs.clear();
-    for (auto& s : storage) ptrs.push_back(s.data());
-    ptrs.push_back(nullptr);
-    return ptrs.data();
-  }
-};
-
-CStrings BuildEnv(const std::map<std::string, std::string>& extra) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    absl::string_view kv(*e);
-    size_t eq = kv.find('=');
-    if (eq != absl::string_view::npos) env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
-  }
-  for (const auto& [k, v] : extra) env[k] = v;
-  CStrings out;
-  for (const auto& [k, v] : env) out.storage.push_back(k + "=" + v);
-  return out;
-}
-
-}  // namespace
 
 int LocalBackend::DetectGpus() {
   FILE* p = ::popen("nvidia-smi -L 2>/dev/null", "r");
@@ -85,69 +54,22 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   std::optional<Grant> grant = pool_.Acquire(spec.resources);
   if (!grant) return absl::ResourceExhaustedError("no free resources for the trial");
 
-  std::map<std::string, std::string> env = spec.env;
-  env["CUDA_VISIBLE_DEVICES"] = grant->CudaVisibleDevices();
-  env["HPO_GPUS"] = grant->CudaVisibleDevices();
-  CStrings envp = BuildEnv(env);
-  CStrings argv;
-  argv.storage = spec.argv;
-
-  std::string out_path = spec.trial_dir + "/stdout.log";
-  std::string err_path = spec.trial_dir + "/stderr.log";
-  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int pipe_fds[2] = {-1, -1};
-  bool io_ok = out_fd >= 0 && err_fd >= 0 && null_fd >= 0 && ::pipe2(pipe_fds, O_CLOEXEC) == 0;
-  auto close_all = [&] {
-    for (int fd : {out_fd, err_fd, null_fd, pipe_fds[0], pipe_fds[1]}) {
-      if (fd >= 0) ::close(fd);
-    }
-  };
-  if (!io_ok) {
-    int err = errno;
-    close_all();
+  SpawnSpec spawn;
+  spawn.argv = spec.argv;
+  spawn.env = spec.env;
+  spawn.env["CUDA_VISIBLE_DEVICES"] = grant->CudaVisibleDevices();
+  spawn.env["HPO_GPUS"] = grant->CudaVisibleDevices();
+  spawn.workdir = spec.workdir;
+  spawn.stdout_path = spec.trial_dir + "/stdout.log";
+  spawn.stderr_path = spec.trial_dir + "/stderr.log";
+  absl::StatusOr<Spawned> spawned = Spawn(spawn);
+  if (!spawned.ok()) {
     pool_.Release(*grant);
-    return absl::UnavailableError(
-        absl::StrCat("cannot open the logs of trial ", spec.trial_id, " in ", spec.trial_dir, ": ",
-                     std::strerror(err)));
+    return absl::Status(spawned.status().code(),
+                        absl::StrCat("trial ", spec.trial_id, ": ", spawned.status().message()));
   }
-
-  char** c_argv = argv.data();
-  char** c_envp = envp.data();
-  const char* workdir = spec.workdir.c_str();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    ::setsid();
-    ::dup2(null_fd, 0);
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    if (::chdir(workdir) == 0) ::execvpe(c_argv[0], c_argv, c_envp);
-    int err = errno;
-    ssize_t ignored = ::write(pipe_fds[1], &err, sizeof(err));
-    (void)ignored;
-    ::_exit(127);
-  }
-  int fork_errno = errno;
-  ::close(pipe_fds[1]);
-  pipe_fds[1] = -1;
-  if (pid < 0) {
-    close_all();
-    pool_.Release(*grant);
-    return absl::UnavailableError(absl::StrCat("fork failed: ", std::strerror(fork_errno)));
-  }
-  int exec_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(pipe_fds[0], &exec_errno, sizeof(exec_errno));
-  } while (n < 0 && errno == EINTR);
-  close_all();
-
+  pid_t pid = spawned->pid;
+  const std::string& err_path = spawn.stderr_path;
   Child child;
   child.pid = pid;
   child.grant = *grant;
@@ -158,7 +80,7 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   started.backend_id = absl::StrCat("local:pid=", pid);
   started.gpus = grant->CudaVisibleDevices();
   events_.push_back(started);
-  if (n == sizeof(exec_errno)) {
+  if (int exec_errno = spawned->exec_errno; exec_errno != 0) {
     // exec failed: the child already exited 127. Say why in the trial's stderr and event.
     std::string why = absl::StrCat("cannot run '", spec.argv[0], "' in ", spec.workdir, ": ",
                                    std::strerror(exec_errno));
@@ -178,7 +100,9 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
     events_.push_back(exited);
     return absl::OkStatus();
   }
+  child.stop_signal = spec.stop_signal;
   children_[spec.trial_id] = child;
+  watcher_.Watch(pid);
   return absl::OkStatus();
 }
 
@@ -190,7 +114,7 @@ absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
   Child& child = it->second;
   if (!child.stop_requested) {
     child.stop_requested = true;
-    ::kill(-child.pid, options_.stop_signal);
+    ::kill(-child.pid, child.stop_signal);
     child.kill_at = clock_.Now() + grace;
   }
   return absl::OkStatus();

@@ -3,7 +3,7 @@
 //
 // Each trial is started in its own session (so its pid is its process group id), with stdout
 // and stderr appended to stdout.log / stderr.log in its trial directory and its GPUs in
-// CUDA_VISIBLE_DEVICES (empty for trials that asked for none). Stop sends the stop signal to
+// CUDA_VISIBLE_DEVICES (empty for trials that asked for none). Stop sends the trial's stop signal to
 // the whole group and SIGKILL after the grace period; when a trial's main process has exited,
 // whatever it left in its group is killed too, so nothing outlives a trial.
 //
@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "slurm_backend/backend.h"
+#include "slurm_backend/process.h"
 #include "slurm_backend/resource_pool.h"
 
 namespace hpo::backend {
@@ -25,20 +26,20 @@ class LocalBackend final : public Backend {
   struct Options {
     int gpus = -1;           // -1: count of `nvidia-smi -L` lines, 0 when it is absent
     int cpus = 0;            // 0: the number of online CPUs
-    int stop_signal = 15;    // SIGTERM
   };
   LocalBackend(const Options& options, const Clock& clock);
   ~LocalBackend() override;
 
   std::string Name() const override { return "local"; }
   absl::Status CheckFits(const Resources& r, const Placement&) override { return pool_.CheckFits(r); }
-  bool CanLaunch(const Resources& r) const override { return pool_.Fits(r); }
+  bool CanLaunch(int64_t, const Resources& r, const Placement&) override { return pool_.Fits(r); }
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   int Running() const override { return static_cast<int>(children_.size()); }
   std::string Describe() const override;
+  void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 
   // Kills every trial's group at once (daemon shutdown); their kExited events follow in Poll.
   void KillAll();
@@ -52,6 +53,7 @@ class LocalBackend final : public Backend {
     Grant grant;
     std::optional<absl::Time> kill_at;  // SIGKILL deadline after Stop
     bool stop_requested = false;
+    int stop_signal = 15;
   };
   void Reap(int64_t trial_id, Child& child, int wait_status);
 
@@ -60,6 +62,7 @@ class LocalBackend final : public Backend {
   ResourcePool pool_;
   std::map<int64_t, Child> children_;
   std::vector<BackendEvent> events_;
+  ChildWatcher watcher_;  // last: its thread stops before the rest goes
 };
 
 }  // namespace hpo::backend

@@ -30,7 +30,7 @@ class SimulatedBackend final : public Backend {
 
   std::string Name() const override { return "simulated"; }
   absl::Status CheckFits(const Resources& r, const Placement&) override { return pool_.CheckFits(r); }
-  bool CanLaunch(const Resources& r) const override { return pool_.Fits(r); }
+  bool CanLaunch(int64_t, const Resources& r, const Placement&) override { return pool_.Fits(r); }
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;

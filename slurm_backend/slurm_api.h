@@ -27,6 +27,9 @@ struct JobRequest {
   int gpus_per_node = 0;
   std::string partition, account, qos, constraint, reservation;
   uint32_t time_limit_minutes = 0;       // 0: the partition's default
+  int64_t memory_mb = 0;                 // per node; 0: the site's default
+  bool exclusive = false;
+  std::string comment, licenses;
 };
 
 enum class JobState { kPending, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail,
@@ -36,6 +39,14 @@ struct JobStatus {
   uint32_t job_id = 0;
   JobState state = JobState::kOther;
   uint32_t exit_code = 0;  // wait(2) status of the batch script
+  std::string nodes;
+  std::string name;
+};
+
+struct StepStatus {
+  uint32_t job_id = 0;
+  uint32_t step_id = 0;
+  std::string name;
   std::string nodes;
 };
 
@@ -50,6 +61,14 @@ class SlurmApi {
   // Sends `signal` to every step of the job, the batch script included.
   virtual absl::Status Signal(uint32_t job_id, int signal) = 0;
   virtual absl::Status Cancel(uint32_t job_id) = 0;
+  // Every job step slurmctld knows of, in one call (steps being set up are left out).
+  virtual absl::StatusOr<std::vector<StepStatus>> QuerySteps() = 0;
+  // Sends `signal` to the step's tasks only.
+  virtual absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) = 0;
+  // Ends the step (what `scancel J.S` does).
+  virtual absl::Status CancelStep(uint32_t job_id, uint32_t step_id) = 0;
+  // "n[1-3],gpu7" -> n1 n2 n3 gpu7.
+  virtual std::vector<std::string> ExpandHostlist(const std::string& list) = 0;
 };
 
 // The real thing. `conf`: path of slurm.conf, or "" for $SLURM_CONF / the default.

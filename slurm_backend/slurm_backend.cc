@@ -1,21 +1,66 @@
 #include "slurm_backend/slurm_backend.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <unordered_map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/shell_quote.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
 
 namespace hpo::backend {
+namespace {
 
-SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
-    : api_(std::move(api)), clock_(clock) {}
+// What hpod passes on of its own environment: not what Slurm sets for each job and step (hpod
+// may itself run inside a job), nor GPUs; SLURM_CONF so that srun finds the cluster.
+bool InheritForSlurm(absl::string_view key) {
+  if (key == "SLURM_CONF") return true;
+  return !absl::StartsWith(key, "SLURM_") && key != "CUDA_VISIBLE_DEVICES";
+}
+
+// The last `max` bytes of a file.
+std::string Tail(const std::string& path, size_t max) {
+  std::string out;
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return out;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > static_cast<long>(max)) std::fseek(f, size - static_cast<long>(max), SEEK_SET);
+    else std::fseek(f, 0, SEEK_SET);
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+}  // namespace
+
+SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options)
+    : api_(std::move(api)), clock_(clock), options_(std::move(options)) {}
+
+SlurmBackend::~SlurmBackend() {
+  for (auto& [trial_id, step] : steps_) {
+    if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
+    ::kill(step.pid, SIGKILL);
+  }
+  for (auto& [trial_id, step] : steps_) {
+    int status = 0;
+    ::waitpid(step.pid, &status, 0);
+  }
+  for (auto& [job_id, a] : allocs_) {
+    if (!a.gone) (void)api_->Cancel(job_id);
+  }
+}
 
 JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   JobRequest r;
@@ -35,8 +80,7 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     std::string key = kv.substr(0, eq);
-    // Slurm sets these for the job itself.
-    if (key.rfind("SLURM_", 0) == 0 || key == "CUDA_VISIBLE_DEVICES") continue;
+    if (!InheritForSlurm(key)) continue;
     env[key] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : spec.env) env[k] = v;
@@ -55,62 +99,480 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   return r;
 }
 
+JobRequest SlurmBackend::AllocationRequest(int64_t sweep_id, const Placement& p) const {
+  const AllocationShape& a = p.allocation;
+  JobRequest r;
+  r.name = absl::StrCat("hpo-alloc-", options_.instance, "-", sweep_id);
+  r.script = absl::StrCat("#!/bin/sh\n# hpod holds this allocation for sweep ", sweep_id,
+                          "; the sweep's trials run in it as job steps.\nexec sleep infinity\n");
+  r.workdir = "/tmp";
+  r.stdout_path = r.stderr_path = "/dev/null";
+  const char* path = std::getenv("PATH");
+  r.environment = {absl::StrCat("PATH=", path != nullptr ? path : "/usr/bin:/bin")};
+  // One-CPU tasks, so that steps may split each node's CPUs any way they like.
+  r.nodes = a.nodes;
+  r.tasks_per_node = a.cpus_per_node;
+  r.cpus_per_task = 1;
+  r.gpus_per_node = a.gpus_per_node;
+  r.memory_mb = a.memory_mb;
+  r.partition = p.partition;
+  r.account = p.account;
+  r.qos = p.qos;
+  r.constraint = p.constraint;
+  r.reservation = p.reservation;
+  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
+  r.exclusive = p.exclusive;
+  r.comment = p.comment;
+  r.licenses = p.licenses;
+  return r;
+}
+
+std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id, const std::vector<std::string>& nodes,
+                                                const LaunchSpec& spec, int64_t mem_per_cpu_mb) const {
+  const Resources& r = spec.resources;
+  std::vector<std::string> argv = {
+      options_.srun,
+      absl::StrCat("--jobid=", job_id),
+      "--exact",
+      "--quiet",
+      absl::StrCat("--job-name=hpo-", spec.sweep_id, "-", spec.trial_id),
+      absl::StrCat("--nodes=", r.nodes),
+      absl::StrCat("--ntasks=", r.nodes * r.tasks_per_node),
+      absl::StrCat("--ntasks-per-node=", r.tasks_per_node),
+      absl::StrCat("--cpus-per-task=", r.cpus),
+      absl::StrCat("--nodelist=", absl::StrJoin(nodes, ",")),
+      // A step that names no GRES in a GPU allocation would get all of its GPUs.
+      r.gpus > 0 ? absl::StrCat("--gres=gpu:", r.gpus) : std::string("--gres=none"),
+      "--kill-on-bad-exit=1",
+  };
+  if (mem_per_cpu_mb > 0) argv.push_back(absl::StrCat("--mem-per-cpu=", mem_per_cpu_mb));
+  argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  return argv;
+}
+
 absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
-  if (p.mode == "steps") {
-    return absl::InvalidArgumentError(
-        "slurm.mode 'steps' (trials as steps in allocations hpod holds) is not built yet; "
-        "set slurm.mode: jobs (one batch job per trial)");
+  if (p.mode == "jobs") {
+    LaunchSpec probe;
+    probe.argv = {"true"};
+    probe.workdir = "/tmp";
+    probe.trial_dir = "/tmp";
+    probe.resources = r;
+    probe.placement = p;
+    JobRequest req = Request(probe);
+    req.environment = {"HPO_PROBE=1"};
+    return api_->WillRun(req);
   }
-  LaunchSpec probe;
-  probe.argv = {"true"};
-  probe.workdir = "/tmp";
-  probe.trial_dir = "/tmp";
-  probe.resources = r;
-  probe.placement = p;
-  JobRequest req = Request(probe);
-  req.environment = {"HPO_PROBE=1"};
-  return api_->WillRun(req);
+  const AllocationShape& a = p.allocation;
+  if (r.nodes > a.nodes || r.gpus > a.gpus_per_node || r.cpus * r.tasks_per_node > a.cpus_per_node) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a trial (", r.nodes, " node(s), ", r.gpus, " GPU(s) and ", r.cpus * r.tasks_per_node,
+        " CPU(s) per node) does not fit in the sweep's allocation (", a.nodes, " node(s), ",
+        a.gpus_per_node, " GPU(s) and ", a.cpus_per_node, " CPU(s) per node)"));
+  }
+  JobRequest req = AllocationRequest(0, p);
+  absl::Status s = api_->WillRun(req);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("the sweep's allocation (", a.nodes, " node(s) with ",
+                                               a.gpus_per_node, " GPU(s) and ", a.cpus_per_node,
+                                               " CPU(s) each): ", s.message()));
+  }
+  return s;
+}
+
+std::optional<std::vector<int>> SlurmBackend::PickNodes(const Allocation& a, const Resources& r) {
+  if (!a.running || a.gone) return std::nullopt;
+  int cpus = r.cpus * r.tasks_per_node;
+  std::vector<int> fit;
+  for (int i = 0; i < static_cast<int>(a.nodes.size()); ++i) {
+    if (a.free_gpus[static_cast<size_t>(i)] >= r.gpus && a.free_cpus[static_cast<size_t>(i)] >= cpus) fit.push_back(i);
+  }
+  if (static_cast<int>(fit.size()) < r.nodes) return std::nullopt;
+  // Best fit: the nodes with the fewest GPUs (then CPUs) left, so that large holes stay whole.
+  std::stable_sort(fit.begin(), fit.end(), [&](int x, int y) {
+    auto key = [&](int i) { return std::pair(a.free_gpus[static_cast<size_t>(i)], a.free_cpus[static_cast<size_t>(i)]); };
+    return key(x) < key(y);
+  });
+  fit.resize(static_cast<size_t>(r.nodes));
+  std::sort(fit.begin(), fit.end());
+  return fit;
+}
+
+SlurmBackend::Allocation* SlurmBackend::FindRoom(int64_t sweep_id, const Resources& r,
+                                                 std::vector<int>* nodes) {
+  for (auto& [job_id, a] : allocs_) {
+    if (a.sweep_id != sweep_id) continue;
+    if (std::optional<std::vector<int>> picked = PickNodes(a, r)) {
+      if (nodes != nullptr) *nodes = std::move(*picked);
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+bool SlurmBackend::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
+  if (p.mode == "jobs") return true;  // Slurm queues the job
+  if (FindRoom(sweep_id, r, nullptr) != nullptr) return true;
+  demand_[sweep_id] = p;
+  return false;
 }
 
 absl::Status SlurmBackend::Launch(const LaunchSpec& spec) {
+  if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
+  }
+  return spec.placement.mode == "jobs" ? LaunchJob(spec) : LaunchStep(spec);
+}
+
+absl::Status SlurmBackend::LaunchJob(const LaunchSpec& spec) {
   absl::StatusOr<uint32_t> id = api_->Submit(Request(spec));
   if (!id.ok()) return id.status();
   Job job;
   job.job_id = *id;
+  job.stop_signal = spec.stop_signal;
   jobs_[spec.trial_id] = job;
   spdlog::debug("trial {}: Slurm job {}", spec.trial_id, *id);
   return absl::OkStatus();
 }
 
+absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
+  std::vector<int> picked;
+  Allocation* a = FindRoom(spec.sweep_id, spec.resources, &picked);
+  if (a == nullptr) return absl::ResourceExhaustedError("no room for the trial in the sweep's allocations");
+  std::vector<std::string> nodes;
+  for (int i : picked) nodes.push_back(a->nodes[static_cast<size_t>(i)]);
+  const AllocationShape& shape = a->placement.allocation;
+  int64_t mem_per_cpu = shape.memory_mb > 0 ? shape.memory_mb / std::max(1, shape.cpus_per_node) : 0;
+  SpawnSpec spawn;
+  spawn.argv = StepArgv(a->job_id, nodes, spec, mem_per_cpu);
+  spawn.env = spec.env;
+  spawn.inherit = InheritForSlurm;
+  spawn.workdir = spec.workdir;
+  spawn.stdout_path = spec.trial_dir + "/stdout.log";
+  spawn.stderr_path = spec.trial_dir + "/stderr.log";
+  absl::StatusOr<Spawned> spawned = Spawn(spawn);
+  if (!spawned.ok()) return spawned.status();
+  if (spawned->exec_errno != 0) {
+    int status = 0;
+    ::waitpid(spawned->pid, &status, 0);
+    return absl::UnavailableError(absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
+  }
+  Step step;
+  step.trial_id = spec.trial_id;
+  step.job_id = a->job_id;
+  step.pid = spawned->pid;
+  step.node_index = picked;
+  step.gpus = spec.resources.gpus;
+  step.cpus = spec.resources.cpus * spec.resources.tasks_per_node;
+  step.nodelist = absl::StrJoin(nodes, ",");
+  step.stderr_path = spawn.stderr_path;
+  step.launched = clock_.Now();
+  step.stop_signal = spec.stop_signal;
+  for (int i : picked) {
+    a->free_gpus[static_cast<size_t>(i)] -= step.gpus;
+    a->free_cpus[static_cast<size_t>(i)] -= step.cpus;
+  }
+  ++a->steps;
+  watcher_.Watch(step.pid);
+  BackendEvent e;
+  e.kind = BackendEvent::Kind::kStarted;
+  e.trial_id = spec.trial_id;
+  e.time = step.launched;
+  e.backend_id = StepBackendId(step);
+  events_.push_back(std::move(e));
+  steps_[spec.trial_id] = std::move(step);
+  return absl::OkStatus();
+}
+
+std::string SlurmBackend::StepBackendId(const Step& s) const {
+  return absl::StrCat("slurm:job=", s.job_id, " step=", s.step_id ? std::to_string(*s.step_id) : "pending",
+                      " nodes=", s.nodelist);
+}
+
 absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
+  if (auto it = steps_.find(trial_id); it != steps_.end()) {
+    Step& step = it->second;
+    if (step.stop_requested) return absl::OkStatus();
+    step.stop_requested = true;
+    step.kill_at = clock_.Now() + grace;
+    if (!step.step_id) IdentifySteps(true, events_);
+    if (step.step_id) return api_->SignalStep(step.job_id, *step.step_id, step.stop_signal);
+    // Not registered yet: srun itself passes the signal on (or gives up creating the step).
+    ::kill(step.pid, step.stop_signal);
+    return absl::OkStatus();
+  }
   auto it = jobs_.find(trial_id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job"));
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
   Job& job = it->second;
   if (job.stop_requested) return absl::OkStatus();
   job.stop_requested = true;
   job.kill_at = clock_.Now() + grace;
-  absl::Status s = api_->Signal(job.job_id, SIGTERM);
+  absl::Status s = api_->Signal(job.job_id, job.stop_signal);
   if (!s.ok()) return api_->Cancel(job.job_id);  // pending jobs cannot be signaled
   return s;
 }
 
 void SlurmBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
-  unsigned job = 0;
+  unsigned job = 0, step = 0;
+  if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step) == 2) {
+    spdlog::warn("trial {}: canceling its leftover Slurm step {}.{}", trial_id, job, step);
+    (void)api_->CancelStep(job, step);
+    return;
+  }
+  if (backend_id.find(" step=") != std::string::npos) return;  // its allocation goes instead
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u", &job) != 1) return;
   spdlog::warn("trial {}: canceling its leftover Slurm job {}", trial_id, job);
   (void)api_->Cancel(job);
 }
 
+void SlurmBackend::SweepEnded(int64_t sweep_id) {
+  ended_sweeps_.insert(sweep_id);
+  demand_.erase(sweep_id);
+  retry_submit_at_.erase(sweep_id);
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    auto next = std::next(it);
+    if (it->second.sweep_id == sweep_id && it->second.steps == 0) ReleaseAllocation(it, "the sweep ended");
+    it = next;
+  }
+}
+
+void SlurmBackend::ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
+  Allocation& a = it->second;
+  if (!a.gone) {
+    spdlog::info("sweep {}: releasing Slurm allocation {} ({})", a.sweep_id, a.job_id, why);
+    if (absl::Status s = api_->Cancel(a.job_id); !s.ok()) {
+      spdlog::warn("sweep {}: cannot cancel allocation {}: {}", a.sweep_id, a.job_id, s.ToString());
+    }
+  }
+  allocs_.erase(it);
+}
+
+std::string SlurmBackend::Describe() const {
+  int running = 0;
+  for (const auto& [id, a] : allocs_) running += a.running && !a.gone;
+  return absl::StrCat("slurm: ", allocs_.size(), " allocation(s) held (", running, " running), ",
+                      steps_.size(), " step(s), ", jobs_.size(), " job(s)");
+}
+
 std::vector<BackendEvent> SlurmBackend::Poll() {
   std::vector<BackendEvent> out;
-  if (jobs_.empty()) return out;
-  absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
-  if (!mine.ok()) {
-    spdlog::warn("Slurm query failed (retrying next tick): {}", mine.status().ToString());
-    return out;
+  out.swap(events_);
+  if (!jobs_.empty() || !allocs_.empty() || !swept_leftovers_) {
+    absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
+    if (!mine.ok()) {
+      spdlog::warn("Slurm query failed (retrying next tick): {}", mine.status().ToString());
+    } else {
+      std::map<uint32_t, const JobStatus*> by_id;
+      for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
+      if (!swept_leftovers_) {
+        // Allocations an earlier run of this daemon left behind.
+        std::string prefix = absl::StrCat("hpo-alloc-", options_.instance, "-");
+        for (const JobStatus& s : *mine) {
+          bool live = s.state == JobState::kPending || s.state == JobState::kRunning;
+          if (live && absl::StartsWith(s.name, prefix) && !allocs_.count(s.job_id)) {
+            spdlog::warn("canceling allocation {} ({}) left by an earlier run of hpod", s.job_id, s.name);
+            (void)api_->Cancel(s.job_id);
+          }
+        }
+        swept_leftovers_ = true;
+      }
+      PollJobs(by_id, out);
+      PollAllocations(by_id);
+    }
   }
-  std::unordered_map<uint32_t, const JobStatus*> by_id;
-  for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
+  ReapSteps(out);
+  IdentifySteps(false, out);
+  absl::Time now = clock_.Now();
+  for (auto& [trial_id, step] : steps_) {
+    if (step.kill_at && now >= *step.kill_at) {
+      spdlog::info("trial {}: step did not end within its grace period; canceling it", trial_id);
+      if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
+      else ::kill(step.pid, SIGKILL);
+      step.kill_at.reset();
+    }
+  }
+  ResizePools();
+  return out;
+}
+
+void SlurmBackend::PollAllocations(const std::map<uint32_t, const JobStatus*>& by_id) {
+  for (auto& [job_id, a] : allocs_) {
+    if (a.gone) continue;
+    auto found = by_id.find(job_id);
+    if (found == by_id.end()) {
+      if (++a.polls_missing >= 20) {
+        a.gone = true;
+        a.why_gone = absl::StrCat("allocation ", job_id, " vanished");
+      }
+      continue;
+    }
+    a.polls_missing = 0;
+    const JobStatus& st = *found->second;
+    if (st.state == JobState::kPending) continue;
+    if (st.state == JobState::kRunning) {
+      if (!a.running) {
+        a.running = true;
+        a.nodes = api_->ExpandHostlist(st.nodes);
+        a.free_gpus.assign(a.nodes.size(), a.placement.allocation.gpus_per_node);
+        a.free_cpus.assign(a.nodes.size(), a.placement.allocation.cpus_per_node);
+        a.since = clock_.Now();
+        spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
+      }
+      continue;
+    }
+    a.gone = true;
+    a.why_gone = absl::StrCat("allocation ", job_id, " ended (", st.state == JobState::kTimeout ? "time limit" :
+                              st.state == JobState::kCancelled ? "canceled" :
+                              st.state == JobState::kNodeFail ? "node failure" : "ended", ")");
+    spdlog::warn("sweep {}: {}", a.sweep_id, a.why_gone);
+  }
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    if (it->second.gone && it->second.steps == 0) it = allocs_.erase(it);
+    else ++it;
+  }
+}
+
+void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
+  absl::Time now = clock_.Now();
+  for (auto it = steps_.begin(); it != steps_.end();) {
+    Step& step = it->second;
+    int status = 0;
+    pid_t r = ::waitpid(step.pid, &status, WNOHANG);
+    if (r == 0) {
+      ++it;
+      continue;
+    }
+    BackendEvent e;
+    e.trial_id = step.trial_id;
+    e.time = now;
+    e.stop_requested = step.stop_requested;
+    e.kind = BackendEvent::Kind::kExited;
+    auto alloc = allocs_.find(step.job_id);
+    if (r < 0) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.message = "the trial's srun process disappeared";
+    } else if (WIFSIGNALED(status)) {
+      e.exit_code = -1;
+      e.term_signal = WTERMSIG(status);
+    } else {
+      e.exit_code = WEXITSTATUS(status);
+    }
+    if (e.kind == BackendEvent::Kind::kExited && e.exit_code != 0 && !step.stop_requested) {
+      // Did the trial fail, or was it taken away? srun's own words say which.
+      std::string tail = Tail(step.stderr_path, 8192);
+      std::string id = absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
+      if (alloc != allocs_.end() && alloc->second.gone) {
+        e.kind = BackendEvent::Kind::kLost;
+        e.message = alloc->second.why_gone;
+      } else if (absl::StrContains(tail, absl::StrCat("*** STEP ", step.job_id, ".")) &&
+                 absl::StrContains(tail, "CANCELLED")) {
+        e.kind = BackendEvent::Kind::kLost;
+        e.message = absl::StrCat("step ", id, " was canceled outside hpod");
+      } else if (absl::StrContains(tail, absl::StrCat("*** JOB ", step.job_id, " ")) ||
+                 absl::StrContains(tail, "Unable to create step") ||
+                 absl::StrContains(tail, "Job step aborted")) {
+        e.kind = BackendEvent::Kind::kLost;
+        e.message = absl::StrCat("Slurm ended step ", id, " or could not start it (see stderr.log)");
+      }
+    }
+    if (alloc != allocs_.end()) {
+      Allocation& a = alloc->second;
+      if (a.running) {
+        for (int i : step.node_index) {
+          a.free_gpus[static_cast<size_t>(i)] += step.gpus;
+          a.free_cpus[static_cast<size_t>(i)] += step.cpus;
+        }
+      }
+      if (--a.steps == 0) a.since = now;
+      if (a.steps == 0 && (a.gone || ended_sweeps_.count(a.sweep_id))) {
+        ReleaseAllocation(alloc, "the sweep ended");
+      }
+    }
+    out.push_back(std::move(e));
+    it = steps_.erase(it);
+  }
+}
+
+void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
+  // Step ids are for the record and for signals; a step that ends within a second never needs
+  // one, so only steps older than that are looked up (one call for all of them).
+  absl::Time now = clock_.Now();
+  bool needed = false;
+  for (const auto& [trial_id, step] : steps_) {
+    if (!step.step_id && (force || now - step.launched >= absl::Seconds(1))) needed = true;
+  }
+  if (!needed) return;
+  absl::StatusOr<std::vector<StepStatus>> all = api_->QuerySteps();
+  if (!all.ok()) {
+    spdlog::warn("Slurm step query failed: {}", all.status().ToString());
+    return;
+  }
+  std::map<std::pair<uint32_t, std::string>, const StepStatus*> by_name;
+  for (const StepStatus& s : *all) by_name[{s.job_id, s.name}] = &s;
+  for (auto& [trial_id, step] : steps_) {
+    if (step.step_id) continue;
+    // The name StepArgv gave it; the sweep id is in the allocation.
+    auto alloc = allocs_.find(step.job_id);
+    if (alloc == allocs_.end()) continue;
+    auto found = by_name.find({step.job_id, absl::StrCat("hpo-", alloc->second.sweep_id, "-", trial_id)});
+    if (found == by_name.end()) continue;
+    step.step_id = found->second->step_id;
+    if (!found->second->nodes.empty()) step.nodelist = found->second->nodes;
+    BackendEvent e;
+    e.kind = BackendEvent::Kind::kUpdated;
+    e.trial_id = trial_id;
+    e.time = now;
+    e.backend_id = StepBackendId(step);
+    out.push_back(std::move(e));
+  }
+}
+
+void SlurmBackend::ResizePools() {
+  absl::Time now = clock_.Now();
+  // Grow: one more allocation for a sweep whose trials found no room, when none is on its way.
+  for (const auto& [sweep_id, placement] : demand_) {
+    if (ended_sweeps_.count(sweep_id)) continue;
+    auto retry = retry_submit_at_.find(sweep_id);
+    if (retry != retry_submit_at_.end() && now < retry->second) continue;
+    int held = 0;
+    bool on_its_way = false;
+    for (const auto& [job_id, a] : allocs_) {
+      if (a.sweep_id != sweep_id || a.gone) continue;
+      ++held;
+      on_its_way |= !a.running;
+    }
+    if (on_its_way || held >= placement.allocation.max) continue;
+    absl::StatusOr<uint32_t> id = api_->Submit(AllocationRequest(sweep_id, placement));
+    if (!id.ok()) {
+      spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id, id.status().ToString());
+      retry_submit_at_[sweep_id] = now + absl::Seconds(30);
+      continue;
+    }
+    retry_submit_at_.erase(sweep_id);
+    Allocation a;
+    a.job_id = *id;
+    a.sweep_id = sweep_id;
+    a.placement = placement;
+    a.since = now;
+    spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1, placement.allocation.max);
+    allocs_[*id] = std::move(a);
+  }
+  // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout.
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    auto next = std::next(it);
+    Allocation& a = it->second;
+    if (a.steps == 0 && !a.gone) {
+      if (demand_.count(a.sweep_id) && a.running) {
+        a.since = now;  // trials wait for a bigger hole than this one has now
+      } else if (demand_.count(a.sweep_id) == 0 && now - a.since >= a.placement.allocation.idle_timeout) {
+        ReleaseAllocation(it, "idle");
+      }
+    }
+    it = next;
+  }
+  demand_.clear();
+}
+
+void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, std::vector<BackendEvent>& out) {
   absl::Time now = clock_.Now();
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     int64_t trial_id = it->first;
@@ -196,7 +658,6 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
     out.push_back(std::move(e));
     it = jobs_.erase(it);
   }
-  return out;
 }
 
 }  // namespace hpo::backend

@@ -1,55 +1,137 @@
 #pragma once
 // SlurmBackend: trials on a Slurm cluster through libslurm (SlurmApi).
 //
-// Mode "jobs" (built): one batch job per trial, with the trial's nodes, tasks, CPUs and GPUs
-// (`gres:gpu:N` per node) and the sweep's partition/account/qos/constraint/reservation/time
-// limit. Status comes from one query of the user's jobs per Poll, never one call per trial.
-// Exit codes come from the job record (slurmctld keeps it for MinJobAge), so no accounting
-// database is needed. Stop: SIGTERM to every step of the job, SIGKILL (cancel) after the grace
-// period. A job that ends CANCELLED without hpod asking, or with NODE_FAIL / BOOT_FAIL /
-// PREEMPTED, or that vanishes, is LOST (an infrastructure failure, retried).
-// Mode "steps" (job steps packed into allocations hpod holds) is not built yet: CheckFits says so.
+// Mode "steps" (the default): hpod holds allocations for each sweep — batch "holder" jobs that
+// only sleep — and runs every trial as a job step in one of them (`srun --jobid=J --exact` with
+// the trial's nodes, tasks, CPUs and `--gres=gpu:N`, or `--gres=none`). hpod knows which GPUs and
+// CPUs of each node of each allocation its steps hold, so a step is only started where it fits
+// (`--nodelist`): trials of different sizes are packed and no two share a GPU (Slurm hands the
+// step its GPUs, CUDA_VISIBLE_DEVICES). While trials wait for room, the pool grows by one
+// allocation at a time up to the sweep's `allocation.max`; an allocation that holds no step
+// goes after `allocation.idle_timeout`, and all of a sweep's go when it ends (SweepEnded).
+// A step's outcome is its srun's exit status (Slurm keeps no record of finished steps without
+// accounting). A step canceled from outside, or whose allocation ended under it, is LOST.
 //
-// Thread safety: controller thread only (see Backend).
+// Mode "jobs": one batch job per trial, with the trial's nodes, tasks, CPUs and GPUs
+// (`gres:gpu:N` per node). Exit codes come from the job record (slurmctld keeps it for
+// MinJobAge), so no accounting database is needed. A job that ends CANCELLED without hpod
+// asking, or with NODE_FAIL / BOOT_FAIL / PREEMPTED, or that vanishes, is LOST.
+//
+// Both: status comes from one query of the user's jobs per Poll (plus, while a new step's id is
+// not known yet, one query of the steps), never one call per trial. Stop sends the trial's stop
+// signal (to the step, or to every step of the job) and cancels after the grace period.
+//
+// Thread safety: controller thread only (see Backend), except SetWakeup.
+
+#include <sys/types.h>
 
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "common/clock.h"
 #include "slurm_backend/backend.h"
+#include "slurm_backend/process.h"
 #include "slurm_backend/slurm_api.h"
 
 namespace hpo::backend {
 
 class SlurmBackend final : public Backend {
  public:
-  SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock);
+  struct Options {
+    // Names this daemon's allocations (hpo-alloc-<instance>-<sweep>), so that a restarted daemon
+    // cancels the ones it left and never another daemon's.
+    std::string instance = "0";
+    std::string srun = "srun";
+  };
+  SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
+  SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
+      : SlurmBackend(std::move(api), clock, Options()) {}
+  ~SlurmBackend() override;
 
   std::string Name() const override { return "slurm"; }
   absl::Status CheckFits(const Resources& r, const Placement& p) override;
-  bool CanLaunch(const Resources&) const override { return true; }  // Slurm queues
+  bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) override;
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
-  int Running() const override { return static_cast<int>(jobs_.size()); }
-  std::string Describe() const override { return "slurm (jobs mode)"; }
+  int Running() const override { return static_cast<int>(jobs_.size() + steps_.size()); }
+  std::string Describe() const override;
+  void SweepEnded(int64_t sweep_id) override;
+  void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 
-  // The batch request a trial becomes (exposed for tests).
+  // The batch request a trial becomes in jobs mode (exposed for tests).
   static JobRequest Request(const LaunchSpec& spec);
+  // The holder job of an allocation for a sweep.
+  JobRequest AllocationRequest(int64_t sweep_id, const Placement& p) const;
+  // The srun command line of a step (exposed for tests and the benchmark).
+  std::vector<std::string> StepArgv(uint32_t job_id, const std::vector<std::string>& nodes,
+                                    const LaunchSpec& spec, int64_t mem_per_cpu_mb) const;
 
  private:
-  struct Job {
+  struct Job {  // jobs mode
     uint32_t job_id = 0;
     bool started = false;
     bool stop_requested = false;
+    int stop_signal = 15;
     std::optional<absl::Time> kill_at;
     int polls_missing = 0;
   };
+  struct Allocation {  // steps mode
+    uint32_t job_id = 0;
+    int64_t sweep_id = 0;
+    Placement placement;
+    bool running = false;
+    bool gone = false;       // ended under us
+    std::string why_gone;
+    std::vector<std::string> nodes;
+    std::vector<int> free_gpus, free_cpus;  // per node
+    int steps = 0;
+    absl::Time since;        // submitted, or idle since
+    int polls_missing = 0;
+  };
+  struct Step {
+    int64_t trial_id = 0;
+    uint32_t job_id = 0;
+    std::optional<uint32_t> step_id;
+    pid_t pid = 0;
+    std::vector<int> node_index;  // into the allocation's nodes
+    int gpus = 0, cpus = 0;       // per node
+    std::string nodelist;
+    std::string stderr_path;
+    absl::Time launched;
+    bool stop_requested = false;
+    int stop_signal = 15;
+    std::optional<absl::Time> kill_at;
+  };
+
+  // The nodes of `a` where a step with `r` fits now (best fit), or nullopt.
+  static std::optional<std::vector<int>> PickNodes(const Allocation& a, const Resources& r);
+  Allocation* FindRoom(int64_t sweep_id, const Resources& r, std::vector<int>* nodes);
+  absl::Status LaunchJob(const LaunchSpec& spec);
+  absl::Status LaunchStep(const LaunchSpec& spec);
+  void PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, std::vector<BackendEvent>& out);
+  void PollAllocations(const std::map<uint32_t, const JobStatus*>& by_id);
+  void ReapSteps(std::vector<BackendEvent>& out);
+  void IdentifySteps(bool force, std::vector<BackendEvent>& out);
+  void ResizePools();
+  void ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
+  std::string StepBackendId(const Step& s) const;
+
   std::unique_ptr<SlurmApi> api_;
   const Clock& clock_;
-  std::map<int64_t, Job> jobs_;  // by trial id
+  Options options_;
+  std::map<int64_t, Job> jobs_;            // by trial id
+  std::map<uint32_t, Allocation> allocs_;  // by job id
+  std::map<int64_t, Step> steps_;          // by trial id
+  std::map<int64_t, Placement> demand_;    // sweeps with a trial that found no room, this tick
+  std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed
+  std::set<int64_t> ended_sweeps_;
+  std::vector<BackendEvent> events_;
+  bool swept_leftovers_ = false;
+  ChildWatcher watcher_;  // last: its thread stops first
 };
 
 }  // namespace hpo::backend

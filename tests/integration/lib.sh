@@ -10,7 +10,7 @@ WORK=$(mktemp -d /tmp/hpo-work.XXXXXX)
 PY=/usr/bin/python3
 
 cleanup() {
-  local rc=$?
+  local rc=${1:-$?}
   hpo daemon stop >/dev/null 2>&1 || true
   if [ $rc -ne 0 ] && [ -f "$HPO_DATA_DIR/hpod.log" ]; then
     echo "--- hpod.log (last 40 lines) ---" >&2

@@ -14,7 +14,7 @@ slurm_cleanup() {
   cluster down >/dev/null 2>&1 || true
   if [ $rc -ne 0 ]; then tail -n 20 "$SLURM_DIR"/log/slurmctld.log >&2 2>/dev/null || true; fi
   rm -rf "$SLURM_DIR"
-  cleanup
+  cleanup "$rc"
 }
 trap slurm_cleanup EXIT
 # cluster_up NODES GPUS CPUS

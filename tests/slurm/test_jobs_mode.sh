@@ -50,6 +50,7 @@ budget: {max_concurrent: 3}
 slurm: {mode: jobs}
 YAML
 id=$(hpo submit "$WORK/fail.yaml" | tail -n 1)
+wait_for "sql \"SELECT id FROM trials WHERE sweep_id=$id AND number=2\" | grep -q ." 30
 trial=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND number=2")
 wait_for "squeue -h -n hpo-$id-$trial -o %i | grep -q ." 20
 scancel "$(squeue -h -n "hpo-$id-$trial" -o %i)"

@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -48,7 +50,7 @@ class LocalBackendTest : public ::testing::Test {
 };
 
 TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
-  LocalBackend b({0, 4, SIGTERM}, clock_);
+  LocalBackend b({0, 4}, clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo out $MARKER; echo err >&2; exit 0"})).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "exit 3"})).ok());
   auto exits = WaitExits(b, 2);
@@ -63,7 +65,7 @@ TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
 }
 
 TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
-  LocalBackend b({0, 1, SIGTERM}, clock_);
+  LocalBackend b({0, 1}, clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"/no/such/program"})).ok());
   auto exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
@@ -73,11 +75,11 @@ TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
 }
 
 TEST_F(LocalBackendTest, GpusAreNeverShared) {
-  LocalBackend b({4, 8, SIGTERM}, clock_);
+  LocalBackend b({4, 8}, clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 2)).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 1)).ok());
-  EXPECT_TRUE(b.CanLaunch({1, 1, 1, 1}));
-  EXPECT_FALSE(b.CanLaunch({2, 1, 1, 1}));
+  EXPECT_TRUE(b.CanLaunch(1, {1, 1, 1, 1}, {}));
+  EXPECT_FALSE(b.CanLaunch(1, {2, 1, 1, 1}, {}));
   EXPECT_TRUE(absl::IsResourceExhausted(b.Launch(Spec(3, {"true"}, 2))));
   std::set<std::string> gpus;
   for (auto& e : b.Poll()) gpus.insert(e.gpus);
@@ -85,11 +87,11 @@ TEST_F(LocalBackendTest, GpusAreNeverShared) {
   EXPECT_TRUE(absl::IsInvalidArgument(b.CheckFits({5, 1, 1, 1}, {})));
   b.KillAll();
   WaitExits(b, 2);
-  EXPECT_TRUE(b.CanLaunch({4, 1, 1, 1}));
+  EXPECT_TRUE(b.CanLaunch(1, {4, 1, 1, 1}, {}));
 }
 
 TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
-  LocalBackend b({0, 4, SIGTERM}, clock_);
+  LocalBackend b({0, 4}, clock_);
   // Trial 1 exits on SIGTERM; trial 2 ignores it (and leaves a grandchild) and needs SIGKILL.
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "sleep 30 & wait"})).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "trap '' TERM; sleep 30 & while true; do sleep 0.1; done"})).ok());
@@ -110,6 +112,43 @@ TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
   ::pclose(p);
   EXPECT_EQ(std::atoi(buf), 0);
   EXPECT_TRUE(absl::IsNotFound(b.Stop(1, absl::Seconds(1))));
+}
+
+TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
+  LocalBackend b({0, 4}, clock_);
+  LaunchSpec spec = Spec(1, {"sh", "-c", "trap 'echo got-usr1; exit 7' USR1; while true; do sleep 0.05; done"});
+  spec.stop_signal = SIGUSR1;
+  ASSERT_TRUE(b.Launch(spec).ok());
+  ::usleep(200'000);
+  ASSERT_TRUE(b.Stop(1, absl::Seconds(5)).ok());
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 7);
+  std::ifstream out(spec.trial_dir + "/stdout.log");
+  std::stringstream text;
+  text << out.rdbuf();
+  EXPECT_NE(text.str().find("got-usr1"), std::string::npos);
+}
+
+TEST_F(LocalBackendTest, WakesTheControllerWhenATrialEnds) {
+  LocalBackend b({0, 4}, clock_);
+  std::mutex mu;
+  std::condition_variable cv;
+  int wakes = 0;
+  b.SetWakeup([&] {
+    std::lock_guard lock(mu);
+    ++wakes;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "sleep 0.2"})).ok());
+  std::unique_lock lock(mu);
+  // Without the wake-up nothing would happen here: no one polls.
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return wakes > 0; }));
+  lock.unlock();
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 0);
+  b.SetWakeup(nullptr);
 }
 
 }  // namespace

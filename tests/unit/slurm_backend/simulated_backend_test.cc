@@ -43,14 +43,14 @@ TEST(SimulatedBackend, StopEndsWithinGrace) {
   LaunchSpec s;
   s.trial_id = 7;
   ASSERT_TRUE(b.Launch(s).ok());
-  EXPECT_FALSE(b.CanLaunch({}));
+  EXPECT_FALSE(b.CanLaunch(1, {}, {}));
   b.Poll();
   ASSERT_TRUE(b.Stop(7, absl::Seconds(5)).ok());
   clock.Advance(absl::Seconds(2));
   auto e = b.Poll();
   ASSERT_EQ(e.size(), 1u);
   EXPECT_TRUE(e[0].stop_requested);
-  EXPECT_TRUE(b.CanLaunch({}));
+  EXPECT_TRUE(b.CanLaunch(1, {}, {}));
 }
 
 }  // namespace
