@@ -34,7 +34,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode) {
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode, bool sync) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("cannot create", tmp, errno);
@@ -49,7 +49,7 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& data, i
     }
     off += static_cast<size_t>(n);
   }
-  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+  if (::fchmod(fd, mode) != 0 || (sync && ::fsync(fd) != 0)) {
     int err = errno;
     ::close(fd);
     return ErrnoError("cannot sync", tmp, err);

@@ -10,8 +10,9 @@ namespace hpo {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Writes to path.tmp, fsyncs, renames over path. `mode` applies to the new file.
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
+// Writes to path.tmp, fsyncs (unless !sync), renames over path. `mode` applies to the new file.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644,
+                             bool sync = true);
 
 // Creates the directory and its parents with `mode` for the ones it creates.
 absl::Status MakeDirs(const std::string& path, int mode = 0755);

@@ -516,7 +516,8 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
     launch.env["PATH"] = options_.hpo_bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin");
   }
   absl::Status s = MakeDirs(rec.trial_dir, 0755);
-  if (s.ok()) s = WriteFileAtomic(rec.trial_dir + "/params.json", ParamsToJsonText(rec.params) + "\n");
+  if (s.ok()) s = WriteFileAtomic(rec.trial_dir + "/params.json", ParamsToJsonText(rec.params) + "\n", 0644,
+                                   /*sync=*/false);  // a copy for the trial; the store holds the truth
   if (s.ok()) s = backend_.Launch(launch);
   if (!s.ok()) {
     bool infra = absl::IsUnavailable(s) || absl::IsResourceExhausted(s);

@@ -456,8 +456,12 @@ void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
     if (d) p.time_limit_minutes = static_cast<int>(std::ceil(absl::ToDoubleMinutes(*d)));
   }
   if (const YAML::Node a = node["allocation"]; a && ExpectMap(a, "slurm allocation")) {
-    CheckKeys(a, "slurm allocation", {"nodes", "gpus_per_node", "cpus_per_node", "memory", "max", "idle_timeout"});
+    CheckKeys(a, "slurm allocation", {"nodes", "gpus_per_node", "cpus_per_node", "memory", "max", "idle_timeout", "job"});
     auto& shape = p.allocation;
+    if (a["job"]) {
+      shape.job = static_cast<uint32_t>(Integer(a["job"], "slurm allocation job", 1, 0xfffffff0).value_or(0));
+      if (a["max"]) Error(a["max"], "slurm allocation: max has no meaning with job (hpod uses that one allocation)");
+    }
     if (a["nodes"]) allocation_nodes_ = static_cast<int>(Integer(a["nodes"], "slurm allocation nodes", 1, 4096).value_or(1));
     if (a["gpus_per_node"]) allocation_gpus_ = static_cast<int>(Integer(a["gpus_per_node"], "slurm allocation gpus_per_node", 0, 1024).value_or(0));
     if (a["cpus_per_node"]) allocation_cpus_ = static_cast<int>(Integer(a["cpus_per_node"], "slurm allocation cpus_per_node", 1, 100000).value_or(1));
@@ -503,6 +507,7 @@ void Parser::ResolveAllocation(SweepSpec& spec) {
   int per_allocation = std::max(1, trials_per_node * (a.nodes / std::max(1, r.nodes)));
   a.max = allocation_max_.value_or(static_cast<int>(std::min<int64_t>(
       16, (spec.budget.max_concurrent + per_allocation - 1) / per_allocation)));
+  if (a.job != 0) a.max = 1;
   if (p.mode != "steps") return;
   const YAML::Node& where = allocation_node_ ? allocation_node_ : YAML::Node();
   if (r.nodes > a.nodes) {

@@ -37,6 +37,8 @@ struct AllocationShape {
   int64_t memory_mb = 0;  // per node; 0: the site's default. Steps get an even share per CPU.
   int max = 1;            // allocations the pool may grow to
   absl::Duration idle_timeout = absl::Seconds(30);  // an allocation with no steps goes after this
+  uint32_t job = 0;       // not 0: use this running job of the user's (salloc, sbatch) instead;
+                          // hpod neither requests more nor cancels it
 };
 
 // Where a trial may run on a Slurm cluster (the sweep's `slurm:` section). The local backend

@@ -77,7 +77,7 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   started.kind = BackendEvent::Kind::kStarted;
   started.trial_id = spec.trial_id;
   started.time = clock_.Now();
-  started.backend_id = absl::StrCat("local:pid=", pid);
+  started.backend_id = pid > 0 ? absl::StrCat("local:pid=", pid) : "local:not-started";
   started.gpus = grant->CudaVisibleDevices();
   events_.push_back(started);
   if (int exec_errno = spawned->exec_errno; exec_errno != 0) {
@@ -88,8 +88,6 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
       std::fprintf(f, "hpod: %s\n", why.c_str());
       std::fclose(f);
     }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
     pool_.Release(child.grant);
     BackendEvent exited;
     exited.kind = BackendEvent::Kind::kExited;

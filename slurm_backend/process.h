@@ -1,9 +1,9 @@
 #pragma once
 // Starting trial processes, and noticing at once when they end.
 //
-// Spawn forks and execs one command in its own session with stdin from /dev/null and stdout /
-// stderr appended to two log files; an exec failure is reported (exec_errno) instead of looking
-// like an exit 127. ChildWatcher watches children through pidfds on one thread of its own and
+// Spawn starts one command (posix_spawnp) in its own session with stdin from /dev/null and
+// stdout / stderr appended to two log files; an exec failure (or a missing working directory) is
+// reported as exec_errno, with no child left, instead of looking like an exit 127. ChildWatcher watches children through pidfds on one thread of its own and
 // calls a wake-up function when one ends, so the controller reaps it without waiting for its
 // next tick.
 //
@@ -34,7 +34,7 @@ struct SpawnSpec {
 
 struct Spawned {
   pid_t pid = 0;
-  int exec_errno = 0;  // not 0: exec failed and the child already exited 127 (not yet reaped)
+  int exec_errno = 0;  // not 0: the command could not be started; pid is 0
 };
 
 // UNAVAILABLE when the logs cannot be opened or fork fails.

@@ -58,7 +58,7 @@ SlurmBackend::~SlurmBackend() {
     ::waitpid(step.pid, &status, 0);
   }
   for (auto& [job_id, a] : allocs_) {
-    if (!a.gone) (void)api_->Cancel(job_id);
+    if (!a.gone && !a.external) (void)api_->Cancel(job_id);
   }
 }
 
@@ -169,6 +169,15 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
         " CPU(s) per node) does not fit in the sweep's allocation (", a.nodes, " node(s), ",
         a.gpus_per_node, " GPU(s) and ", a.cpus_per_node, " CPU(s) per node)"));
   }
+  if (a.job != 0) {
+    absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
+    if (!mine.ok()) return mine.status();
+    for (const JobStatus& j : *mine) {
+      if (j.job_id == a.job && (j.state == JobState::kRunning || j.state == JobState::kPending)) return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("slurm allocation job ", a.job,
+                                                   " is not a pending or running job of yours"));
+  }
   JobRequest req = AllocationRequest(0, p);
   absl::Status s = api_->WillRun(req);
   if (!s.ok()) {
@@ -230,6 +239,7 @@ absl::Status SlurmBackend::LaunchJob(const LaunchSpec& spec) {
   job.job_id = *id;
   job.stop_signal = spec.stop_signal;
   jobs_[spec.trial_id] = job;
+  fast_until_ = clock_.Now() + options_.fast_query_window;
   spdlog::debug("trial {}: Slurm job {}", spec.trial_id, *id);
   return absl::OkStatus();
 }
@@ -252,8 +262,6 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   absl::StatusOr<Spawned> spawned = Spawn(spawn);
   if (!spawned.ok()) return spawned.status();
   if (spawned->exec_errno != 0) {
-    int status = 0;
-    ::waitpid(spawned->pid, &status, 0);
     return absl::UnavailableError(absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
   }
   Step step;
@@ -337,7 +345,7 @@ void SlurmBackend::SweepEnded(int64_t sweep_id) {
 
 void SlurmBackend::ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
   Allocation& a = it->second;
-  if (!a.gone) {
+  if (!a.gone && !a.external) {
     spdlog::info("sweep {}: releasing Slurm allocation {} ({})", a.sweep_id, a.job_id, why);
     if (absl::Status s = api_->Cancel(a.job_id); !s.ok()) {
       spdlog::warn("sweep {}: cannot cancel allocation {}: {}", a.sweep_id, a.job_id, s.ToString());
@@ -356,7 +364,13 @@ std::string SlurmBackend::Describe() const {
 std::vector<BackendEvent> SlurmBackend::Poll() {
   std::vector<BackendEvent> out;
   out.swap(events_);
-  if (!jobs_.empty() || !allocs_.empty() || !swept_leftovers_) {
+  absl::Time start = clock_.Now();
+  bool stopping = false;  // a stopped trial's job is watched closely until it goes
+  for (const auto& [id, job] : jobs_) stopping |= job.stop_requested;
+  absl::Duration interval =
+      start < fast_until_ || stopping ? options_.fast_query_interval : options_.query_interval;
+  if ((!jobs_.empty() || !allocs_.empty() || !swept_leftovers_) && start - last_query_ >= interval) {
+    last_query_ = start;
     absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
     if (!mine.ok()) {
       spdlog::warn("Slurm query failed (retrying next tick): {}", mine.status().ToString());
@@ -541,6 +555,21 @@ void SlurmBackend::ResizePools() {
       on_its_way |= !a.running;
     }
     if (on_its_way || held >= placement.allocation.max) continue;
+    if (uint32_t job = placement.allocation.job; job != 0) {
+      bool taken = false;
+      for (const auto& [job_id, a] : allocs_) taken |= job_id == job;
+      if (taken) continue;  // another sweep uses it now; this one waits its turn
+      Allocation a;
+      a.job_id = job;
+      a.sweep_id = sweep_id;
+      a.placement = placement;
+      a.external = true;
+      a.since = now;
+      spdlog::info("sweep {}: using the user's Slurm allocation {}", sweep_id, job);
+      fast_until_ = now + options_.fast_query_window;
+      allocs_[job] = std::move(a);
+      continue;
+    }
     absl::StatusOr<uint32_t> id = api_->Submit(AllocationRequest(sweep_id, placement));
     if (!id.ok()) {
       spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id, id.status().ToString());
@@ -554,6 +583,7 @@ void SlurmBackend::ResizePools() {
     a.placement = placement;
     a.since = now;
     spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1, placement.allocation.max);
+    fast_until_ = now + options_.fast_query_window;
     allocs_[*id] = std::move(a);
   }
   // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout.

@@ -44,6 +44,11 @@ class SlurmBackend final : public Backend {
     // cancels the ones it left and never another daemon's.
     std::string instance = "0";
     std::string srun = "srun";
+    // How often slurmctld is asked about jobs and allocations (sites rate-limit it); more often
+    // for a few seconds after hpod submitted something, so that starts are seen quickly.
+    absl::Duration query_interval = absl::Seconds(1);
+    absl::Duration fast_query_interval = absl::Milliseconds(100);
+    absl::Duration fast_query_window = absl::Seconds(10);
   };
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
@@ -84,6 +89,7 @@ class SlurmBackend final : public Backend {
     int64_t sweep_id = 0;
     Placement placement;
     bool running = false;
+    bool external = false;   // the user's own job (allocation.job): never canceled by hpod
     bool gone = false;       // ended under us
     std::string why_gone;
     std::vector<std::string> nodes;
@@ -131,6 +137,8 @@ class SlurmBackend final : public Backend {
   std::set<int64_t> ended_sweeps_;
   std::vector<BackendEvent> events_;
   bool swept_leftovers_ = false;
+  absl::Time last_query_ = absl::InfinitePast();
+  absl::Time fast_until_ = absl::InfinitePast();  // query often until then
   ChildWatcher watcher_;  // last: its thread stops first
 };
 
