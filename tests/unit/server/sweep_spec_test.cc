@@ -1,5 +1,7 @@
 #include "server/sweep_spec.h"
 
+#include <csignal>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -123,6 +125,70 @@ TEST(SweepSpec, RandomNeedsABound) {
 TEST(SweepSpec, RefusesEmptyAndHugeFiles) {
   EXPECT_THAT(Errors(""), ::testing::ElementsAre(HasSubstr("empty")));
   EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')), ::testing::ElementsAre(HasSubstr("bytes; at most")));
+}
+
+constexpr const char* kBase = "parameters: {g: [1, 2], x: {type: float, low: 0, high: 1}}\n"
+                              "objective: {metric: m, direction: min}\ncommand: x\n"
+                              "budget: {max_trials: 10, max_concurrent: 4}\n";
+
+TEST(SweepSpec, GpusFromAParameter) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) + "resources: {gpus: \"{g}\", cpus: 2}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& s = *r.spec;
+  EXPECT_EQ(s.gpus_param, "g");
+  EXPECT_THAT(s.gpu_options, ::testing::ElementsAre(1, 2));
+  EXPECT_EQ(s.MinResources().gpus, 1);
+  EXPECT_EQ(s.MaxResources().gpus, 2);
+  EXPECT_EQ(s.TrialResources({{"g", int64_t{2}}, {"x", 0.5}}).gpus, 2);
+  EXPECT_EQ(s.TrialResources({{"g", int64_t{1}}, {"x", 0.5}}).cpus, 2);
+  // Allocation defaults: the largest trial's GPUs; CPUs for the trials those GPUs hold.
+  EXPECT_EQ(s.placement.mode, "steps");
+  EXPECT_EQ(s.placement.allocation.gpus_per_node, 2);
+  EXPECT_EQ(s.placement.allocation.cpus_per_node, 2);
+
+  auto e = Errors(std::string(kBase) + "resources: {gpus: \"{x}\"}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:19: resources gpus: parameter 'x' must be an int"));
+  e = Errors(std::string(kBase) + "resources: {gpus: \"{nope}\"}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("no parameter 'nope'"));
+}
+
+TEST(SweepSpec, SlurmSectionAndStopSignal) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "resources: {gpus: \"{g}\"}\n"
+                                     "stop_signal: SIGUSR1\n"
+                                     "slurm:\n"
+                                     "  partition: gpu\n"
+                                     "  time_limit: 2h\n"
+                                     "  exclusive: true\n"
+                                     "  allocation: {nodes: 2, gpus_per_node: 4, memory: 64G, max: 3, idle_timeout: 5s}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const backend::Placement& p = r.spec->placement;
+  EXPECT_EQ(r.spec->stop_signal, SIGUSR1);
+  EXPECT_EQ(p.partition, "gpu");
+  EXPECT_EQ(p.time_limit_minutes, 120);
+  EXPECT_TRUE(p.exclusive);
+  EXPECT_EQ(p.allocation.nodes, 2);
+  EXPECT_EQ(p.allocation.gpus_per_node, 4);
+  EXPECT_EQ(p.allocation.cpus_per_node, 4);  // 4 GPUs hold four 1-GPU trials of 1 CPU
+  EXPECT_EQ(p.allocation.memory_mb, 64 * 1024);
+  EXPECT_EQ(p.allocation.max, 3);
+  EXPECT_EQ(p.allocation.idle_timeout, absl::Seconds(5));
+
+  auto e = Errors(std::string(kBase) + "stop_signal: SIGNOPE\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:14: stop_signal must be a signal name"));
+  e = Errors(std::string(kBase) + "resources: {gpus: 2}\nslurm:\n  allocation: {gpus_per_node: 1, memory: lots}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("slurm allocation memory must be a size"));
+  EXPECT_THAT(e[1], HasSubstr("7:15: slurm allocation has 1 GPU(s) per node but a trial asks for up to 2"));
+  e = Errors(std::string(kBase) + "slurm: {mode: step}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("slurm mode must be steps or jobs"));
+  // jobs mode does not hold allocations, so their shape is not checked.
+  EXPECT_TRUE(Errors(std::string(kBase) + "resources: {gpus: 2}\nslurm: {mode: jobs, allocation: {gpus_per_node: 1}}\n").empty());
 }
 
 }  // namespace
