@@ -371,7 +371,7 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
 
 void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "resources")) return;
-  CheckKeys(node, "resources", {"gpus", "cpus", "nodes", "tasks_per_node"});
+  CheckKeys(node, "resources", {"gpus", "gpus_per_task", "cpus", "nodes", "tasks_per_node"});
   auto& r = spec.resources;
   if (const YAML::Node g = node["gpus"]) {
     static const std::regex kRef(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
@@ -419,6 +419,12 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   if (node["cpus"]) r.cpus = static_cast<int>(Integer(node["cpus"], "resources cpus", 1, 4096).value_or(1));
   if (node["nodes"]) r.nodes = static_cast<int>(Integer(node["nodes"], "resources nodes", 1, 4096).value_or(1));
   if (node["tasks_per_node"]) r.tasks_per_node = static_cast<int>(Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
+  if (const YAML::Node g = node["gpus_per_task"]) {
+    if (node["gpus"]) Error(g, "resources: give gpus (per node) or gpus_per_task, not both");
+    r.gpus_per_task = static_cast<int>(Integer(g, "resources gpus_per_task", 1, 64).value_or(1));
+    r.gpus = r.gpus_per_task * r.tasks_per_node;
+    spec.gpu_options = {r.gpus};
+  }
 }
 
 // "SIGUSR1", "USR1", "usr1" or a number.

@@ -22,7 +22,8 @@ namespace hpo::backend {
 
 // What one trial asks for.
 struct Resources {
-  int gpus = 0;            // per node
+  int gpus = 0;            // per node (gpus_per_task x tasks_per_node when that is set)
+  int gpus_per_task = 0;   // not 0: each task gets its own GPUs (Slurm: --gpus-per-task)
   int cpus = 1;            // per task
   int nodes = 1;
   int tasks_per_node = 1;

@@ -69,6 +69,9 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   // them all as one step; every task runs the command, rank 0 ($SLURM_PROCID) is the one to report.
   int tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   r.script = tasks > 1 ? "#!/bin/sh\nexec srun --kill-on-bad-exit=1" : "#!/bin/sh\nexec";
+  if (tasks > 1 && spec.resources.gpus_per_task > 0) {
+    absl::StrAppend(&r.script, " --gpus-per-task=", spec.resources.gpus_per_task);
+  }
   for (const auto& a : spec.argv) r.script += " " + ShellQuote(a);
   r.script += "\n";
   r.workdir = spec.workdir;
@@ -142,7 +145,9 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id, const std::vect
       absl::StrCat("--cpus-per-task=", r.cpus),
       absl::StrCat("--nodelist=", absl::StrJoin(nodes, ",")),
       // A step that names no GRES in a GPU allocation would get all of its GPUs.
-      r.gpus > 0 ? absl::StrCat("--gres=gpu:", r.gpus) : std::string("--gres=none"),
+      r.gpus_per_task > 0 ? absl::StrCat("--gpus-per-task=", r.gpus_per_task)
+      : r.gpus > 0        ? absl::StrCat("--gres=gpu:", r.gpus)
+                          : std::string("--gres=none"),
       "--kill-on-bad-exit=1",
   };
   if (mem_per_cpu_mb > 0) argv.push_back(absl::StrCat("--mem-per-cpu=", mem_per_cpu_mb));

@@ -73,19 +73,23 @@ print(f"packing: {len(held)} GPU intervals, none shared; longest avoidable wait 
       f"GPU utilisation {busy / (4 * (last - first)):.0%} over {last - first:.1f} s")
 PYEOF
 
-# --- a 2-node trial: one step over both nodes, rank 0 reports ---
+# --- a 2-node trial: one step over both nodes, a GPU per task, rank 0 reports ---
 cat >"$WORK/multi.yaml" <<'YAML'
-command: "echo \"$SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_ID\" >> $HPO_TRIAL_DIR/ranks.txt; if [ \"$SLURM_PROCID\" = 0 ]; then hpo report --step 1 loss=1; fi"
+command: "echo \"$SLURM_PROCID $SLURMD_NODENAME $SLURM_STEP_ID $CUDA_VISIBLE_DEVICES\" >> $HPO_TRIAL_DIR/ranks.txt; if [ \"$SLURM_PROCID\" = 0 ]; then hpo report --step 1 loss=1; fi"
 parameters: {x: [1]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
-resources: {nodes: 2, tasks_per_node: 2, gpus: 1}
+resources: {nodes: 2, tasks_per_node: 2, gpus_per_task: 1}
 YAML
 id=$(hpo submit "$WORK/multi.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "the 2-node trial did not complete"
 ranks=$(cut -d' ' -f1,2 "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | sort | tr '\n' ' ')
 [ "$ranks" = "0 n1 1 n1 2 n2 3 n2 " ] || fail "a 2x2 trial ran as '$ranks'"
 [ "$(cut -d' ' -f3 "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | sort -u | wc -l)" -eq 1 ] || fail "the ranks were not one step"
+# Each task sees one GPU of its own: the two tasks on a node see different ones.
+[ "$(awk '{print $2, $4}' "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | sort -u | wc -l)" -eq 4 ] \
+  || fail "tasks did not get a GPU each: $(cat "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt")"
+[ "$(awk '$4 ~ /,/' "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | wc -l)" -eq 0 ] || fail "a task saw more than one GPU"
 [ "$(sql "SELECT report_count FROM trials WHERE sweep_id=$id")" -eq 1 ] || fail "rank 0 should report once"
 
 # --- early stopping through the reply; the signal and grace period for a trial that ignores it ---
