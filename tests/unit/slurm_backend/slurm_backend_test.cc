@@ -1,0 +1,280 @@
+// SlurmBackend's steps mode against a scripted slurmctld (FakeSlurm) and a stand-in for srun that
+// runs the trial's command on this machine: packing, the pool growing and shrinking, and how a
+// step's end is classified. The real thing runs in tests/slurm/test_steps_mode.sh.
+#include "slurm_backend/slurm_backend.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpo::backend {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+struct FakeSlurm final : public SlurmApi {
+  explicit FakeSlurm(std::vector<uint32_t>& canceled_out) : canceled(canceled_out) {}
+  struct Job {
+    JobRequest req;
+    JobStatus status;
+  };
+  std::map<uint32_t, Job> jobs;
+  std::vector<uint32_t>& canceled;  // outlives the fake (the backend owns it)
+  uint32_t next_id = 100;
+  int queries = 0;
+
+  absl::StatusOr<uint32_t> Submit(const JobRequest& req) override {
+    uint32_t id = next_id++;
+    jobs[id] = {req, {id, JobState::kPending, 0, "", req.name}};
+    return id;
+  }
+  absl::Status WillRun(const JobRequest& req) override {
+    if (req.partition == "nosuch") return absl::InvalidArgumentError("Invalid partition name specified");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<JobStatus>> QueryMine() override {
+    ++queries;
+    std::vector<JobStatus> out;
+    for (auto& [id, j] : jobs) out.push_back(j.status);
+    return out;
+  }
+  absl::Status Signal(uint32_t, int) override { return absl::OkStatus(); }
+  absl::Status Cancel(uint32_t job_id) override {
+    canceled.push_back(job_id);
+    jobs[job_id].status.state = JobState::kCancelled;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<StepStatus>> QuerySteps() override { return std::vector<StepStatus>{}; }
+  absl::Status SignalStep(uint32_t, uint32_t, int) override { return absl::OkStatus(); }
+  absl::Status CancelStep(uint32_t, uint32_t) override { return absl::OkStatus(); }
+  std::vector<std::string> ExpandHostlist(const std::string& list) override {
+    return absl::StrSplit(list, ',', absl::SkipEmpty());
+  }
+  void Run(uint32_t id, const std::string& nodes) {
+    jobs[id].status.state = JobState::kRunning;
+    jobs[id].status.nodes = nodes;
+  }
+};
+
+class SlurmStepsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hpo-slurm-unit-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    // srun's stand-in: records its options, drops them, runs the command.
+    srun_ = dir_ + "/srun";
+    ASSERT_TRUE(WriteFileAtomic(srun_,
+                                "#!/bin/sh\n"
+                                "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
+                                "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
+                                "exec \"$@\"\n",
+                                0755).ok());
+    auto fake = std::make_unique<FakeSlurm>(canceled_);
+    slurm_ = fake.get();
+    SlurmBackend::Options options;
+    options.srun = srun_;
+    options.instance = "test";
+    options.query_interval = options.fast_query_interval = absl::ZeroDuration();
+    backend_ = std::make_unique<SlurmBackend>(std::move(fake), clock_, options);
+    placement_.allocation.gpus_per_node = 4;
+    placement_.allocation.cpus_per_node = 8;
+    placement_.allocation.max = 2;
+    placement_.allocation.idle_timeout = absl::Seconds(30);
+  }
+  void TearDown() override {
+    backend_.reset();
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  LaunchSpec Spec(int64_t trial, std::vector<std::string> argv, int gpus) {
+    LaunchSpec s;
+    s.trial_id = trial;
+    s.sweep_id = 1;
+    s.argv = std::move(argv);
+    s.workdir = dir_;
+    s.trial_dir = dir_ + "/t" + std::to_string(trial);
+    EXPECT_TRUE(MakeDirs(s.trial_dir).ok());
+    s.resources.gpus = gpus;
+    s.placement = placement_;
+    return s;
+  }
+  Resources Gpus(int n) {
+    Resources r;
+    r.gpus = n;
+    return r;
+  }
+  // Polls until `n` end events arrived (or 10 s passed).
+  std::vector<BackendEvent> WaitEnds(size_t n) {
+    std::vector<BackendEvent> ends;
+    for (int i = 0; i < 1000 && ends.size() < n; ++i) {
+      for (auto& e : backend_->Poll()) {
+        if (e.kind == BackendEvent::Kind::kExited || e.kind == BackendEvent::Kind::kLost) ends.push_back(e);
+      }
+      if (ends.size() < n) ::usleep(10'000);
+    }
+    return ends;
+  }
+  // A running allocation for sweep 1 on `nodes`; returns its job id.
+  uint32_t Allocate(const std::string& nodes) {
+    EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+    backend_->Poll();  // requests it
+    uint32_t id = slurm_->next_id - 1;
+    slurm_->Run(id, nodes);
+    backend_->Poll();  // sees it run
+    return id;
+  }
+  std::string dir_, srun_;
+  std::vector<uint32_t> canceled_;
+  FakeClock clock_;
+  FakeSlurm* slurm_ = nullptr;
+  std::unique_ptr<SlurmBackend> backend_;
+  Placement placement_;
+};
+
+TEST_F(SlurmStepsTest, RequestsOneAllocationAtATimeShapedByTheSweep) {
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  ASSERT_EQ(slurm_->jobs.size(), 1u);
+  const JobRequest& req = slurm_->jobs.begin()->second.req;
+  EXPECT_EQ(req.name, "hpo-alloc-test-1");
+  EXPECT_EQ(req.gpus_per_node, 4);
+  EXPECT_EQ(req.tasks_per_node, 8);  // one-CPU tasks, so steps split CPUs freely
+  EXPECT_EQ(req.cpus_per_task, 1);
+  EXPECT_THAT(req.script, HasSubstr("sleep infinity"));
+  // Still pending: asking again does not request a second one.
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  EXPECT_EQ(slurm_->jobs.size(), 1u);
+  slurm_->Run(100, "n1");
+  backend_->Poll();
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(5), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(2, Gpus(1), placement_)) << "another sweep's allocation";
+}
+
+TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
+  uint32_t job = Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"sleep", "5"}, 2)).ok());
+  ASSERT_TRUE(backend_->Launch(Spec(2, {"sleep", "5"}, 1)).ok());
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(2), placement_));  // 1 GPU left
+  ASSERT_TRUE(backend_->Launch(Spec(3, {"sleep", "5"}, 1)).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(backend_->Launch(Spec(4, {"true"}, 1))));
+  // The full allocation makes the pool grow, once, to max = 2.
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  EXPECT_EQ(slurm_->jobs.size(), 2u);
+  slurm_->Run(101, "n2");
+  backend_->Poll();
+  ASSERT_TRUE(backend_->Launch(Spec(4, {"sleep", "5"}, 4)).ok());
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  EXPECT_EQ(slurm_->jobs.size(), 2u) << "max is 2";
+  for (int i = 0; i < 500 && std::vector<std::string>(absl::StrSplit(ReadFile(dir_ + "/argv.log").value_or(""), '\n', absl::SkipEmpty())).size() < 4; ++i) {
+    ::usleep(10'000);  // the four stand-ins have started
+  }
+  for (int64_t t = 1; t <= 4; ++t) EXPECT_TRUE(backend_->Stop(t, absl::Seconds(1)).ok());
+  EXPECT_EQ(WaitEnds(4).size(), 4u);
+  std::string argv = ReadFile(dir_ + "/argv.log").value_or("");
+  EXPECT_THAT(argv, HasSubstr(absl::StrCat("--jobid=", job, " --exact")));
+  EXPECT_THAT(argv, HasSubstr("--job-name=hpo-1-1 "));
+  EXPECT_THAT(argv, HasSubstr("--nodelist=n1 --gres=gpu:2"));
+  EXPECT_THAT(argv, HasSubstr("--jobid=101 --exact --quiet --job-name=hpo-1-4 --nodes=1 --ntasks=1 "
+                              "--ntasks-per-node=1 --cpus-per-task=1 --nodelist=n2 --gres=gpu:4"));
+}
+
+TEST_F(SlurmStepsTest, CpuOnlyStepsNameNoGres) {
+  Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 0)).ok());
+  auto ends = WaitEnds(1);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kExited);
+  EXPECT_EQ(ends[0].exit_code, 0);
+  EXPECT_THAT(ReadFile(dir_ + "/argv.log").value_or(""), HasSubstr("--gres=none"));
+}
+
+TEST_F(SlurmStepsTest, TellsFailuresFromStepsTakenAway) {
+  Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"sh", "-c", "exit 3"}, 1)).ok());
+  ASSERT_TRUE(backend_->Launch(
+      Spec(2, {"sh", "-c", "echo 'slurmstepd: error: *** STEP 100.1 ON n1 CANCELLED AT 2026-11-30T10:00:00 ***' >&2; exit 137"}, 1)).ok());
+  auto ends = WaitEnds(2);
+  ASSERT_EQ(ends.size(), 2u);
+  for (const auto& e : ends) {
+    if (e.trial_id == 1) {
+      EXPECT_EQ(e.kind, BackendEvent::Kind::kExited);
+      EXPECT_EQ(e.exit_code, 3);
+    } else {
+      EXPECT_EQ(e.kind, BackendEvent::Kind::kLost);
+      EXPECT_THAT(e.message, HasSubstr("canceled outside hpod"));
+    }
+  }
+}
+
+TEST_F(SlurmStepsTest, AnAllocationThatEndsUnderAStepLosesIt) {
+  uint32_t job = Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"sh", "-c", "sleep 0.5; exit 1"}, 1)).ok());
+  slurm_->jobs[job].status.state = JobState::kTimeout;
+  backend_->Poll();
+  auto ends = WaitEnds(1);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kLost);
+  EXPECT_THAT(ends[0].message, HasSubstr("time limit"));
+}
+
+TEST_F(SlurmStepsTest, ReleasesIdleAllocationsAndAllWhenTheSweepEnds) {
+  uint32_t job = Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 1)).ok());
+  ASSERT_EQ(WaitEnds(1).size(), 1u);
+  clock_.Advance(absl::Seconds(29));
+  backend_->Poll();
+  EXPECT_TRUE(slurm_->canceled.empty()) << "still within idle_timeout";
+  // A waiting trial keeps it.
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), placement_));
+  clock_.Advance(absl::Seconds(2));
+  backend_->Poll();
+  EXPECT_THAT(slurm_->canceled, Contains(job));
+
+  uint32_t second = Allocate("n1");
+  backend_->SweepEnded(1);
+  EXPECT_THAT(slurm_->canceled, Contains(second)) << "the sweep's end releases at once";
+}
+
+TEST_F(SlurmStepsTest, NeverCancelsTheUsersOwnAllocation) {
+  slurm_->jobs[42] = {JobRequest{}, {42, JobState::kRunning, 0, "n1", "interactive"}};
+  placement_.allocation.job = 42;
+  EXPECT_TRUE(backend_->CheckFits(Gpus(2), placement_).ok());
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();  // adopts it
+  backend_->Poll();  // sees it run
+  EXPECT_EQ(slurm_->jobs.size(), 1u) << "nothing requested";
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 1)).ok());
+  ASSERT_EQ(WaitEnds(1).size(), 1u);
+  backend_->SweepEnded(1);
+  backend_.reset();  // the daemon going away does not take it either
+  EXPECT_TRUE(canceled_.empty());
+}
+
+TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
+  EXPECT_TRUE(backend_->CheckFits(Gpus(4), placement_).ok());
+  absl::Status s = backend_->CheckFits(Gpus(5), placement_);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("does not fit in the sweep's allocation"));
+  placement_.partition = "nosuch";
+  s = backend_->CheckFits(Gpus(1), placement_);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Invalid partition"));
+  placement_.partition.clear();
+  placement_.allocation.job = 7;
+  s = backend_->CheckFits(Gpus(1), placement_);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("job 7 is not a pending or running job of yours"));
+}
+
+}  // namespace
+}  // namespace hpo::backend
