@@ -1,7 +1,9 @@
 #include "algorithms/sampler.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "absl/strings/str_join.h"
+#include "algorithms/genetic_sampler.h"
 #include "algorithms/grid_sampler.h"
 #include "algorithms/random_sampler.h"
 #include "algorithms/tpe_sampler.h"
@@ -9,7 +11,7 @@
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"random", "grid", "tpe"};
+  static const std::vector<std::string> names = {"random", "grid", "tpe", "genetic"};
   return names;
 }
 
@@ -21,6 +23,12 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
       return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");
     }
     return std::make_unique<TpeSampler>(TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates});
+  }
+  if (spec.name == "genetic") {
+    GeneticOptions o{spec.population, spec.tournament, spec.crossover_rate, spec.mutation_rate,
+                     spec.mutation_scale, spec.elitism, spec.demes, spec.migration_interval};
+    RETURN_IF_ERROR(GeneticSampler::Validate(o));
+    return std::make_unique<GeneticSampler>(o);
   }
   if (spec.name == "grid") {
     if (spec.grid_points < 1) return absl::InvalidArgumentError("grid points must be >= 1");

@@ -21,7 +21,7 @@ struct HistoryEntry {
   int64_t number = 0;
   Params params;
   bool finished = false;            // in a final state
-  std::optional<double> objective;  // set when the trial reported its objective metric
+  std::optional<double> objective;  // the trial's objective once it finished (if it reported one)
 };
 
 struct SuggestRequest {
@@ -34,11 +34,20 @@ struct SuggestRequest {
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  std::string name = "random";  // "random" | "grid" | "tpe"
+  std::string name = "random";  // "random" | "grid" | "tpe" | "genetic"
   int grid_points = 5;          // grid: values per continuous parameter
   bool grid_shuffle = false;    // grid: visit points in a seeded random order
   int tpe_startup_trials = 10;  // tpe: random trials before the model is used
   int tpe_candidates = 24;      // tpe: draws scored per suggestion
+  // genetic (see genetic_sampler.h)
+  int population = 20;
+  int tournament = 3;
+  double crossover_rate = 0.5;
+  double mutation_rate = 0.3;
+  double mutation_scale = 0.1;
+  int elitism = 2;
+  int demes = 1;
+  int migration_interval = 10;
 };
 
 class Sampler {

@@ -334,6 +334,7 @@ absl::Status Controller::Recover() {
       if (rt->rec.retry_of == 0) ++s.sampled;
       if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
       trials_by_id_[rt->rec.id] = {&s, rt.get()};
+      s.history.push_back({rt->rec.number, rt->rec.params, IsFinal(rt->rec.state), rt->rec.objective});
       s.trials.push_back(std::move(rt));
     }
     sweeps_[id] = std::move(sweep);
@@ -439,16 +440,9 @@ bool Controller::CreateTrial(SweepRt& sweep) {
     rec.retry_of = original.rec.id;
   } else {
     if (sweep.exhausted || (sweep.limit > 0 && sweep.sampled >= sweep.limit)) return false;
-    std::vector<algorithms::HistoryEntry> history;
-    if (sweep.sampler->UsesHistory()) {
-      history.reserve(sweep.trials.size());
-      for (const auto& t : sweep.trials) {
-        history.push_back({t->rec.number, t->rec.params, IsFinal(t->rec.state), t->rec.objective});
-      }
-    }
     algorithms::SuggestRequest req;
     req.space = &sweep.spec.space;
-    req.history = &history;
+    req.history = &sweep.history;
     req.trial_number = sweep.sampled;
     req.seed = sweep.spec.seed;
     req.direction = sweep.spec.objective.direction;
@@ -479,6 +473,7 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   rec.id = *id;
   TrialRt& trial = *rt;
   trials_by_id_[rec.id] = {&sweep, rt.get()};
+  sweep.history.push_back({rec.number, rec.params, false, std::nullopt});
   sweep.trials.push_back(std::move(rt));
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
@@ -583,6 +578,11 @@ void Controller::EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state,
                       sweep.pending.end());
   SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
   UpdateBest(sweep, trial);
+  if (static_cast<size_t>(rec.number) < sweep.history.size()) {
+    algorithms::HistoryEntry& h = sweep.history[static_cast<size_t>(rec.number)];
+    h.finished = true;
+    h.objective = rec.objective;
+  }
   if (state == v1::TRIAL_STATE_LOST && rec.attempt <= sweep.spec.max_retries &&
       sweep.rec.ending == v1::SWEEP_STATE_UNSPECIFIED && !sweep.Final()) {
     sweep.retries.push_back(rec.number);

@@ -112,6 +112,9 @@ class Controller {
     std::unique_ptr<algorithms::Stopper> stopper;
     bool stopper_is_none = true;  // skip building the other curves for the no-op stopper
     std::vector<std::unique_ptr<TrialRt>> trials;  // creation order; index == number
+    // What the sampler sees, index == number: kept in step with `trials` (an entry is finished,
+    // with its objective, once its trial ended), so no suggestion copies the whole history.
+    std::vector<algorithms::HistoryEntry> history;
     int64_t sampled = 0;         // trials proposed by the sampler (retries excluded)
     int64_t limit = 0;           // SweepSpec::TrialLimit; 0: unbounded
     bool exhausted = false;      // the sampler has nothing more

@@ -2,6 +2,7 @@
 #include "server/sweep_spec.h"
 
 #include <cctype>
+#include <tuple>
 #include <csignal>
 #include <cmath>
 #include <regex>
@@ -532,13 +533,33 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.algorithm.name = node.Scalar();
   } else if (ExpectMap(node, "algorithm")) {
-    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates"});
+    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates", "population",
+                                  "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
+                                  "elitism", "demes", "migration_interval"});
     if (!node["name"]) Error(node, "algorithm needs name: random or grid");
     else spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
     if (node["points"]) spec.algorithm.grid_points = static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
     if (node["shuffle"]) spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
     if (node["startup_trials"]) spec.algorithm.tpe_startup_trials = static_cast<int>(Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
     if (node["candidates"]) spec.algorithm.tpe_candidates = static_cast<int>(Integer(node["candidates"], "algorithm candidates", 1, 10000).value_or(24));
+    auto& a = spec.algorithm;
+    for (auto [key, field, lo, hi] : {std::tuple{"population", &a.population, 2, 100000}, {"tournament", &a.tournament, 1, 1000},
+                                      {"elitism", &a.elitism, 0, 100000}, {"demes", &a.demes, 1, 1000},
+                                      {"migration_interval", &a.migration_interval, 0, 1000000}}) {
+      if (node[key]) *field = static_cast<int>(Integer(node[key], absl::StrCat("algorithm ", key), lo, hi).value_or(*field));
+    }
+    for (auto [key, field, lo, hi] : {std::tuple{"crossover_rate", &a.crossover_rate, 0.0, 1.0},
+                                      {"mutation_rate", &a.mutation_rate, 0.0, 1.0},
+                                      {"mutation_scale", &a.mutation_scale, 1e-9, 10.0}}) {
+      if (!node[key]) continue;
+      std::optional<double> v = Number(node[key], absl::StrCat("algorithm ", key));
+      if (v && (*v < lo || *v > hi)) Error(node[key], absl::StrCat("algorithm ", key, " must be between ", lo, " and ", hi));
+      else if (v) *field = *v;
+    }
+    if (spec.algorithm.name == "genetic") {
+      if (a.elitism >= a.population) Error(node["elitism"] ? node["elitism"] : node, "algorithm elitism must be below population");
+      if (a.demes * 2 > a.population) Error(node["demes"] ? node["demes"] : node, "algorithm demes must be at most population / 2");
+    }
   }
   const auto& names = algorithms::SamplerNames();
   if (std::find(names.begin(), names.end(), spec.algorithm.name) == names.end()) {

@@ -191,5 +191,27 @@ TEST(SweepSpec, SlurmSectionAndStopSignal) {
   EXPECT_TRUE(Errors(std::string(kBase) + "resources: {gpus: 2}\nslurm: {mode: jobs, allocation: {gpus_per_node: 1}}\n").empty());
 }
 
+TEST(SweepSpec, GeneticSettings) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "algorithm: {name: genetic, population: 12, tournament: 4, crossover_rate: 0.7,"
+                                     " mutation_rate: 0.2, mutation_scale: 0.05, elitism: 1, demes: 3, migration_interval: 5}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const algorithms::AlgorithmSpec& a = r.spec->algorithm;
+  EXPECT_EQ(a.name, "genetic");
+  EXPECT_EQ(a.population, 12);
+  EXPECT_EQ(a.tournament, 4);
+  EXPECT_EQ(a.crossover_rate, 0.7);
+  EXPECT_EQ(a.mutation_rate, 0.2);
+  EXPECT_EQ(a.mutation_scale, 0.05);
+  EXPECT_EQ(a.elitism, 1);
+  EXPECT_EQ(a.demes, 3);
+  EXPECT_EQ(a.migration_interval, 5);
+  auto e = Errors(std::string(kBase) + "algorithm: {name: genetic, population: 4, elitism: 4, mutation_rate: 2}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:70: algorithm mutation_rate must be between 0 and 1"));
+  EXPECT_THAT(e[1], HasSubstr("algorithm elitism must be below population"));
+}
+
 }  // namespace
 }  // namespace hpo::server

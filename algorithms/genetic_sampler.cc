@@ -1,0 +1,180 @@
+#include "algorithms/genetic_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "algorithms/random_sampler.h"
+
+namespace hpo::algorithms {
+namespace {
+
+double Gaussian(Rng& rng) {  // Box-Muller; Uniform() is in [0, 1)
+  double u1 = 1.0 - rng.Uniform();
+  double u2 = rng.Uniform();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+// x reflected into [lo, hi].
+double Reflect(double x, double lo, double hi) {
+  if (hi <= lo) return lo;
+  double span = hi - lo;
+  double y = std::fmod(x - lo, 2 * span);
+  if (y < 0) y += 2 * span;
+  return lo + (y <= span ? y : 2 * span - y);
+}
+
+struct Member {
+  const HistoryEntry* entry;
+  double objective;
+};
+
+}  // namespace
+
+absl::Status GeneticSampler::Validate(const GeneticOptions& o) {
+  auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("genetic: ", what)); };
+  if (o.population < 2) return bad("population must be at least 2");
+  if (o.tournament < 1) return bad("tournament must be at least 1");
+  if (!(o.crossover_rate >= 0 && o.crossover_rate <= 1)) return bad("crossover_rate must be between 0 and 1");
+  if (!(o.mutation_rate >= 0 && o.mutation_rate <= 1)) return bad("mutation_rate must be between 0 and 1");
+  if (!(o.mutation_scale > 0 && o.mutation_scale <= 10)) return bad("mutation_scale must be above 0 (and at most 10)");
+  if (o.elitism < 0 || o.elitism >= o.population) return bad("elitism must be from 0 to population - 1");
+  if (o.demes < 1 || o.demes * 2 > o.population) return bad("demes must be from 1 to population / 2");
+  if (o.migration_interval < 0) return bad("migration_interval must be 0 (none) or more");
+  return absl::OkStatus();
+}
+
+ParamValue GeneticSampler::Mutate(const ParamDef& p, const ParamValue& v, double scale, Rng& rng) {
+  switch (p.type) {
+    case ParamType::kFixed:
+      return p.value;
+    case ParamType::kCategorical: {
+      if (p.choices.size() < 2) return p.choices.front();
+      // Another choice, uniformly.
+      size_t current = static_cast<size_t>(std::find(p.choices.begin(), p.choices.end(), v) - p.choices.begin());
+      size_t pick = rng.Below(p.choices.size() - (current < p.choices.size() ? 1 : 0));
+      if (current < p.choices.size() && pick >= current) ++pick;
+      return p.choices[pick];
+    }
+    case ParamType::kInt:
+    case ParamType::kFloat:
+      break;
+  }
+  std::optional<double> x0 = NumericValue(v);
+  if (!x0) return RandomSampler::Draw(p, rng);
+  double x;
+  if (p.log) {
+    double lo = std::log(p.low), hi = std::log(p.high);
+    x = std::exp(Reflect(std::log(std::max(*x0, p.low)) + Gaussian(rng) * scale * (hi - lo), lo, hi));
+  } else {
+    x = Reflect(*x0 + Gaussian(rng) * scale * (p.high - p.low), p.low, p.high);
+  }
+  if (p.step) x = p.low + std::round((x - p.low) / *p.step) * *p.step;
+  if (p.type == ParamType::kInt) {
+    double step = p.step.value_or(1);
+    x = std::round(x);
+    if (x == *x0 && p.high > p.low) x += (rng.Uniform() < 0.5 ? -step : step);  // an int must move
+    if (x < p.low) x = *x0 + step;
+    if (x > p.high) x = *x0 - step;
+    return static_cast<int64_t>(std::clamp(x, p.low, p.high));
+  }
+  return std::clamp(x, p.low, p.high);
+}
+
+absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestRequest& req) const {
+  const SearchSpace& space = *req.space;
+  const std::vector<HistoryEntry>& history = *req.history;
+  const GeneticOptions& o = options_;
+  Rng rng(req.seed, static_cast<uint64_t>(req.trial_number));
+  auto random = [&]() {
+    Params out;
+    for (const ParamDef& p : space.params) out[p.name] = RandomSampler::Draw(p, rng);
+    return out;
+  };
+  if (req.trial_number < o.population) return random();
+
+  const int64_t demes = o.demes;
+  const int64_t deme = req.trial_number % demes;
+  const size_t per_deme = static_cast<size_t>((o.population + o.demes - 1) / o.demes);
+  auto better = [&](const Member& a, const Member& b) {
+    if (a.objective != b.objective) return IsBetter(a.objective, b.objective, req.direction);
+    return a.entry->number < b.entry->number;
+  };
+  auto usable = [](const HistoryEntry& h) { return h.finished && h.objective && std::isfinite(*h.objective); };
+
+  // The deme's most recently finished trials (by number: the store's order), and its elites.
+  std::vector<Member> population;
+  std::vector<Member> elites;
+  std::optional<Member> migrant;
+  const int64_t prev_deme = (deme + demes - 1) % demes;
+  const bool migrate = demes > 1 && o.migration_interval > 0 &&
+                       (req.trial_number / demes) % o.migration_interval == 0;
+  // One pass from the newest trial back (this is the cost at 100,000 trials: keep it lean).
+  const uint64_t udemes = static_cast<uint64_t>(demes);
+  const uint64_t udeme = static_cast<uint64_t>(deme), uprev = static_cast<uint64_t>(prev_deme);
+  const size_t elitism = static_cast<size_t>(o.elitism);
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    const HistoryEntry& h = *it;
+    if (!usable(h)) continue;
+    Member m{&h, *h.objective};
+    uint64_t d = udemes == 1 ? 0 : static_cast<uint64_t>(h.number) % udemes;
+    if (d == udeme) {
+      if (population.size() < per_deme) population.push_back(m);
+      // Keep the best `elitism` of the whole deme (a small sorted list).
+      if (elitism > 0 && (elites.size() < elitism || better(m, elites.back()))) {
+        elites.insert(std::lower_bound(elites.begin(), elites.end(), m, better), m);
+        if (elites.size() > elitism) elites.pop_back();
+      }
+    } else if (migrate && d == uprev && (!migrant || better(m, *migrant))) {
+      migrant = m;
+    }
+  }
+  if (population.size() < 2) return random();
+  for (const Member& e : elites) {
+    bool present = std::any_of(population.begin(), population.end(),
+                               [&](const Member& m) { return m.entry == e.entry; });
+    if (!present) population.push_back(e);
+  }
+  if (migrant) population.push_back(*migrant);
+
+  auto tournament = [&]() -> const Member& {
+    const Member* best = nullptr;
+    for (int i = 0; i < o.tournament; ++i) {
+      const Member& c = population[rng.Below(population.size())];
+      if (best == nullptr || better(c, *best)) best = &c;
+    }
+    return *best;
+  };
+  const Member& a = tournament();
+  Params child = a.entry->params;
+  if (rng.Uniform() < o.crossover_rate) {
+    const Member& b = tournament();
+    for (const ParamDef& p : space.params) {
+      auto it = b.entry->params.find(p.name);
+      if (it != b.entry->params.end() && rng.Uniform() < 0.5) child[p.name] = it->second;
+    }
+  }
+  // Parameters added to the space since a parent ran get a random value.
+  for (const ParamDef& p : space.params) {
+    if (!child.count(p.name)) child[p.name] = RandomSampler::Draw(p, rng);
+  }
+  std::vector<const ParamDef*> mutable_params;
+  for (const ParamDef& p : space.params) {
+    if (p.type != ParamType::kFixed && p.Cardinality().value_or(2) > 1) mutable_params.push_back(&p);
+  }
+  if (o.mutation_rate > 0) {
+    for (const ParamDef* p : mutable_params) {
+      if (rng.Uniform() < o.mutation_rate) child[p->name] = Mutate(*p, child[p->name], o.mutation_scale, rng);
+    }
+    if (child == a.entry->params && !mutable_params.empty()) {
+      const ParamDef* p = mutable_params[rng.Below(mutable_params.size())];
+      child[p->name] = Mutate(*p, child[p->name], o.mutation_scale, rng);
+    }
+  }
+  // Keep only the space's parameters (a parent may carry ones since removed).
+  Params out;
+  for (const ParamDef& p : space.params) out[p.name] = child[p.name];
+  return out;
+}
+
+}  // namespace hpo::algorithms

@@ -1,0 +1,54 @@
+#pragma once
+// GeneticSampler: asynchronous steady-state evolution with no generation barrier.
+//
+// Each suggestion breeds one child as soon as a slot frees, from the trials that have finished so
+// far: the population is the `population` most recently finished trials (per deme) plus the
+// `elitism` best ever, which never age out (regularized / aging evolution with elites). Parents
+// are picked by tournament; with probability `crossover_rate` a second parent gives each
+// parameter with probability 1/2 (uniform crossover); then each parameter mutates with
+// probability `mutation_rate`: floats and ints by a gaussian step of `mutation_scale` times their
+// range (in log space for log parameters; reflected into the bounds, snapped to the step),
+// categoricals by drawing another choice. A child that came out equal to its parent gets one
+// parameter mutated. The first `population` trials, and any while a deme has fewer than two
+// finished trials, are random draws.
+//
+// Demes (islands): trial n belongs to deme n mod demes and breeds only from its deme, except every
+// `migration_interval`-th child of a deme, whose tournament also sees the best trial of the
+// previous deme in the ring (migration).
+//
+// Pure and stateless: everything comes from (settings, history, trial number, seed), so a
+// restarted daemon continues the same search. Thread-compatible.
+
+#include "algorithms/rng.h"
+#include "algorithms/sampler.h"
+
+namespace hpo::algorithms {
+
+struct GeneticOptions {
+  int population = 20;
+  int tournament = 3;
+  double crossover_rate = 0.5;
+  double mutation_rate = 0.3;   // per parameter
+  double mutation_scale = 0.1;  // gaussian sigma as a fraction of the (log) range
+  int elitism = 2;
+  int demes = 1;
+  int migration_interval = 10;  // 0: no migration
+};
+
+class GeneticSampler final : public Sampler {
+ public:
+  explicit GeneticSampler(const GeneticOptions& options) : options_(options) {}
+  std::string Name() const override { return "genetic"; }
+  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+
+  // INVALID_ARGUMENT naming the setting that is out of range.
+  static absl::Status Validate(const GeneticOptions& options);
+  // One parameter's mutation (exposed for tests): a value of the same type, inside the bounds.
+  static ParamValue Mutate(const ParamDef& p, const ParamValue& v, double scale, Rng& rng);
+
+ private:
+  GeneticOptions options_;
+};
+
+}  // namespace hpo::algorithms
