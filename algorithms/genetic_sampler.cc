@@ -177,4 +177,103 @@ absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestReque
   return out;
 }
 
+absl::Status PbtSampler::Validate(const PbtOptions& o) {
+  auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("pbt: ", what)); };
+  if (o.population < 2) return bad("population must be at least 2");
+  if (!(o.quantile > 0 && o.quantile <= 0.5)) return bad("quantile must be above 0 and at most 0.5");
+  if (!(o.resample_rate >= 0 && o.resample_rate <= 1)) return bad("resample_rate must be between 0 and 1");
+  if (!(o.perturb > 0 && o.perturb < 1)) return bad("perturb must be between 0 and 1 (exclusive)");
+  return absl::OkStatus();
+}
+
+ParamValue PbtSampler::Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o, Rng& rng) {
+  if (p.type == ParamType::kFixed) return p.value;
+  if (rng.Uniform() < o.resample_rate) return RandomSampler::Draw(p, rng);
+  if (p.type == ParamType::kCategorical) return v;
+  std::optional<double> x0 = NumericValue(v);
+  if (!x0) return RandomSampler::Draw(p, rng);
+  double factor = rng.Uniform() < 0.5 ? 1 - o.perturb : 1 + o.perturb;
+  double x = std::clamp(*x0 * factor, p.low, p.high);
+  if (p.step) x = std::clamp(p.low + std::round((x - p.low) / *p.step) * *p.step, p.low, p.high);
+  if (p.type == ParamType::kInt) {
+    x = std::round(x);
+    double step = p.step.value_or(1);
+    if (x == *x0) x += factor > 1 ? step : -step;  // small ints still move
+    return static_cast<int64_t>(std::clamp(x, p.low, p.high));
+  }
+  return x;
+}
+
+absl::StatusOr<std::optional<Params>> PbtSampler::Suggest(const SuggestRequest& req) const {
+  const SearchSpace& space = *req.space;
+  const std::vector<HistoryEntry>& history = *req.history;
+  const int64_t members = options_.population;
+  Rng rng(req.seed, static_cast<uint64_t>(req.trial_number));
+  SuggestOutput ignored;
+  SuggestOutput& out = req.output != nullptr ? *req.output : ignored;
+  if (req.trial_number < members) {
+    out.parent = -1;
+    out.lineage = req.trial_number;
+    Params p;
+    for (const ParamDef& d : space.params) p[d.name] = RandomSampler::Draw(d, rng);
+    return p;
+  }
+  // Each member's latest segment, and its latest finished one with an objective.
+  std::vector<const HistoryEntry*> latest(static_cast<size_t>(members), nullptr);
+  std::vector<const HistoryEntry*> scored(static_cast<size_t>(members), nullptr);
+  for (const HistoryEntry& h : history) {
+    if (h.lineage < 0 || h.lineage >= members) continue;
+    size_t l = static_cast<size_t>(h.lineage);
+    if (latest[l] == nullptr || h.number > latest[l]->number) latest[l] = &h;
+    if (h.finished && h.objective && std::isfinite(*h.objective) &&
+        (scored[l] == nullptr || h.number > scored[l]->number)) {
+      scored[l] = &h;
+    }
+  }
+  // The member to continue: the one whose last segment finished (longest ago, by number).
+  int64_t lineage = -1;
+  for (int64_t l = 0; l < members; ++l) {
+    const HistoryEntry* h = latest[static_cast<size_t>(l)];
+    if (h != nullptr && h->finished && (lineage < 0 || h->number < latest[static_cast<size_t>(lineage)]->number)) lineage = l;
+  }
+  if (lineage < 0) lineage = req.trial_number % members;  // every member busy (more slots than members)
+  const HistoryEntry* mine = latest[static_cast<size_t>(lineage)];
+
+  std::vector<const HistoryEntry*> ranked;
+  for (const HistoryEntry* h : scored) {
+    if (h != nullptr) ranked.push_back(h);
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](const HistoryEntry* a, const HistoryEntry* b) {
+    if (*a->objective != *b->objective) return IsBetter(*a->objective, *b->objective, req.direction);
+    return a->number < b->number;
+  });
+  size_t cut = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.quantile * static_cast<double>(ranked.size()))));
+  bool has_score = mine != nullptr && mine->finished && mine->objective && std::isfinite(*mine->objective);
+  bool bottom = !has_score;
+  if (has_score && ranked.size() >= 2) {
+    size_t rank = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), mine) - ranked.begin());
+    bottom = rank >= ranked.size() - cut;
+  }
+  out.lineage = lineage;
+  if (!bottom || ranked.empty()) {
+    if (mine == nullptr) {  // nothing to continue (a member whose first segment never ran)
+      Params p;
+      for (const ParamDef& d : space.params) p[d.name] = RandomSampler::Draw(d, rng);
+      out.parent = -1;
+      return p;
+    }
+    out.parent = has_score || mine->finished ? mine->number : -1;
+    return mine->params;
+  }
+  // Exploit a top member, then explore around its parameters.
+  const HistoryEntry* donor = ranked[rng.Below(std::min(cut, ranked.size()))];
+  out.parent = donor->number;
+  Params p;
+  for (const ParamDef& d : space.params) {
+    auto it = donor->params.find(d.name);
+    p[d.name] = it == donor->params.end() ? RandomSampler::Draw(d, rng) : Explore(d, it->second, options_, rng);
+  }
+  return p;
+}
+
 }  // namespace hpo::algorithms

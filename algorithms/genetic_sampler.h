@@ -51,4 +51,35 @@ class GeneticSampler final : public Sampler {
   GeneticOptions options_;
 };
 
+// PbtSampler: the genetic sampler's population-based-training mode. Each trial is one segment
+// of training of one of `population` members (lineages); it starts from its parent's checkpoint
+// ({checkpoint_in}) and leaves its own ({checkpoint_out}). The first `population` trials start
+// the members from scratch with random parameters. Afterwards, a freed slot continues the member
+// whose last segment finished longest ago: if that segment ranks in the bottom `quantile` of the
+// members' latest finished segments (or failed), the member exploits — it starts from the
+// checkpoint of a random member of the top `quantile` — and explores: every parameter is
+// resampled with probability `resample_rate`, else numbers are multiplied by 1 - `perturb` or
+// 1 + `perturb` (kept in bounds and on the step lattice). Otherwise it continues from its own
+// checkpoint with its own parameters. Stateless: parents and lineages are in the history.
+struct PbtOptions {
+  int population = 8;
+  double quantile = 0.25;
+  double resample_rate = 0.25;
+  double perturb = 0.2;
+};
+
+class PbtSampler final : public Sampler {
+ public:
+  explicit PbtSampler(const PbtOptions& options) : options_(options) {}
+  std::string Name() const override { return "pbt"; }
+  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  static absl::Status Validate(const PbtOptions& options);
+  // Explore: one parameter's new value (exposed for tests).
+  static ParamValue Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o, Rng& rng);
+
+ private:
+  PbtOptions options_;
+};
+
 }  // namespace hpo::algorithms

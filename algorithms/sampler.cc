@@ -11,7 +11,7 @@
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"random", "grid", "tpe", "genetic"};
+  static const std::vector<std::string> names = {"random", "grid", "tpe", "genetic", "pbt"};
   return names;
 }
 
@@ -29,6 +29,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
                      spec.mutation_scale, spec.elitism, spec.demes, spec.migration_interval};
     RETURN_IF_ERROR(GeneticSampler::Validate(o));
     return std::make_unique<GeneticSampler>(o);
+  }
+  if (spec.name == "pbt") {
+    PbtOptions o{spec.population, spec.pbt_quantile, spec.pbt_resample_rate, spec.pbt_perturb};
+    RETURN_IF_ERROR(PbtSampler::Validate(o));
+    return std::make_unique<PbtSampler>(o);
   }
   if (spec.name == "grid") {
     if (spec.grid_points < 1) return absl::InvalidArgumentError("grid points must be >= 1");

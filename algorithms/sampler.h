@@ -22,6 +22,14 @@ struct HistoryEntry {
   Params params;
   bool finished = false;            // in a final state
   std::optional<double> objective;  // the trial's objective once it finished (if it reported one)
+  int64_t parent = -1;              // PBT: the trial (number) whose checkpoint it started from
+  int64_t lineage = -1;             // PBT: the population member it belongs to
+};
+
+// What a sampler that continues trials (PBT) says besides the parameters.
+struct SuggestOutput {
+  int64_t parent = -1;   // the trial whose checkpoint the new one starts from; -1: from scratch
+  int64_t lineage = -1;
 };
 
 struct SuggestRequest {
@@ -30,6 +38,7 @@ struct SuggestRequest {
   int64_t trial_number = 0;  // 0-based number of the trial to propose
   uint64_t seed = 0;
   Direction direction = Direction::kMinimize;
+  SuggestOutput* output = nullptr;  // filled by samplers that continue trials; may be null
 };
 
 // Algorithm settings from the sweep file (`algorithm:` section).
@@ -48,6 +57,10 @@ struct AlgorithmSpec {
   int elitism = 2;
   int demes = 1;
   int migration_interval = 10;
+  // pbt (genetic_sampler.h: PbtSampler); population as above
+  double pbt_quantile = 0.25;
+  double pbt_resample_rate = 0.25;
+  double pbt_perturb = 0.2;
 };
 
 class Sampler {

@@ -218,7 +218,7 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   for (const auto& p : params) header.push_back("param." + p);
   for (const auto& m : metrics) header.push_back("metric." + m);
   for (const char* c : {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus",
-                        "started_at", "ended_at", "runtime_s", "message"}) {
+                        "parent", "lineage", "started_at", "ended_at", "runtime_s", "message"}) {
     header.push_back(c);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
@@ -240,6 +240,8 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
     row.push_back(std::to_string(t.attempt()));
     row.push_back(CsvField(t.backend_id()));
     row.push_back(CsvField(t.gpus()));
+    row.push_back(std::to_string(t.parent()));
+    row.push_back(std::to_string(t.lineage()));
     row.push_back(TimeText(t.started_at()));
     row.push_back(TimeText(t.ended_at()));
     row.push_back(absl::StrFormat("%.3f", RuntimeSeconds(t)));
@@ -277,6 +279,8 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["retry_of"] = t.retry_of();
     j["backend_id"] = t.backend_id();
     j["gpus"] = t.gpus();
+    j["parent"] = t.parent();    // PBT: the trial number whose checkpoint it continued; -1 none
+    j["lineage"] = t.lineage();  // PBT: the population member; -1 none
     j["trial_dir"] = t.trial_dir();
     j["started_at"] = TimeText(t.started_at());
     j["ended_at"] = TimeText(t.ended_at());

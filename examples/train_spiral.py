@@ -40,6 +40,10 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", choices=["hpo", "fom", "none"], default="hpo")
+    p.add_argument("--checkpoint-in", default="",
+                   help="continue from this checkpoint (weights and epoch count; PBT's {checkpoint_in})")
+    p.add_argument("--checkpoint-out", default="",
+                   help="write a checkpoint here at the end (PBT's {checkpoint_out})")
     a = p.parse_args()
     if a.report == "hpo" and "HPO_TRIAL_ID" not in os.environ:
         a.report = "none"
@@ -53,6 +57,15 @@ def main():
     b1 = np.zeros(a.hidden)
     w2 = rng.normal(0, 1.0 / np.sqrt(a.hidden), (a.hidden, k))
     b2 = np.zeros(k)
+    start = 0
+    if a.checkpoint_in:
+        ck = np.load(a.checkpoint_in + ".npz") if not a.checkpoint_in.endswith(".npz") else np.load(a.checkpoint_in)
+        if ck["w1"].shape != w1.shape:
+            print(f"checkpoint {a.checkpoint_in} has {ck['w1'].shape[1]} hidden units, not {a.hidden}", file=sys.stderr)
+            return 2
+        w1, b1, w2, b2, start = ck["w1"], ck["b1"], ck["w2"], ck["b2"], int(ck["epoch"])
+        rng = np.random.default_rng(a.seed + start)
+        print(f"continuing from {a.checkpoint_in} at epoch {start}", flush=True)
     act = (lambda z: np.maximum(z, 0)) if a.activation == "relu" else np.tanh
     dact = (lambda z, h: (z > 0).astype(float)) if a.activation == "relu" else (lambda z, h: 1 - h * h)
 
@@ -65,7 +78,7 @@ def main():
         pr /= pr.sum(axis=1, keepdims=True)
         return z, h, pr
 
-    for epoch in range(1, a.epochs + 1):
+    for epoch in range(start + 1, start + a.epochs + 1):
         order = rng.permutation(len(yt))
         for i in range(0, len(order), a.batch):
             idx = order[i:i + a.batch]
@@ -101,6 +114,8 @@ def main():
             if r.returncode != 0:
                 print(f"hpo report failed with status {r.returncode}", file=sys.stderr, flush=True)
                 return 2
+    if a.checkpoint_out:
+        np.savez(a.checkpoint_out + ".npz", w1=w1, b1=b1, w2=w2, b2=b2, epoch=start + a.epochs)
     return 0
 
 

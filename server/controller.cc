@@ -334,7 +334,8 @@ absl::Status Controller::Recover() {
       if (rt->rec.retry_of == 0) ++s.sampled;
       if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
       trials_by_id_[rt->rec.id] = {&s, rt.get()};
-      s.history.push_back({rt->rec.number, rt->rec.params, IsFinal(rt->rec.state), rt->rec.objective});
+      s.history.push_back({rt->rec.number, rt->rec.params, IsFinal(rt->rec.state), rt->rec.objective,
+                           rt->rec.parent, rt->rec.lineage});
       s.trials.push_back(std::move(rt));
     }
     sweeps_[id] = std::move(sweep);
@@ -436,6 +437,8 @@ bool Controller::CreateTrial(SweepRt& sweep) {
     const TrialRt& original = *sweep.trials[static_cast<size_t>(sweep.retries.front())];
     sweep.retries.pop_front();
     rec.params = original.rec.params;
+    rec.parent = original.rec.parent;
+    rec.lineage = original.rec.lineage;
     rec.attempt = original.rec.attempt + 1;
     rec.retry_of = original.rec.id;
   } else {
@@ -446,6 +449,8 @@ bool Controller::CreateTrial(SweepRt& sweep) {
     req.trial_number = sweep.sampled;
     req.seed = sweep.spec.seed;
     req.direction = sweep.spec.objective.direction;
+    algorithms::SuggestOutput output;
+    req.output = &output;
     absl::StatusOr<std::optional<algorithms::Params>> params = sweep.sampler->Suggest(req);
     if (!params.ok()) {
       BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
@@ -457,6 +462,8 @@ bool Controller::CreateTrial(SweepRt& sweep) {
       return false;
     }
     rec.params = std::move(**params);
+    rec.parent = output.parent;
+    rec.lineage = output.lineage;
     ++sweep.sampled;
   }
   rec.sweep_id = sweep.rec.id;
@@ -473,7 +480,7 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   rec.id = *id;
   TrialRt& trial = *rt;
   trials_by_id_[rec.id] = {&sweep, rt.get()};
-  sweep.history.push_back({rec.number, rec.params, false, std::nullopt});
+  sweep.history.push_back({rec.number, rec.params, false, std::nullopt, rec.parent, rec.lineage});
   sweep.trials.push_back(std::move(rt));
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
@@ -491,7 +498,11 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
   backend::LaunchSpec launch;
   launch.trial_id = rec.id;
   launch.sweep_id = sweep.rec.id;
-  launch.argv = spec.RenderCommand(rec.params, rec.id, rec.number, sweep.rec.id, rec.trial_dir);
+  std::string checkpoint_in;
+  if (rec.parent >= 0 && static_cast<size_t>(rec.parent) < sweep.trials.size()) {
+    checkpoint_in = sweep.trials[static_cast<size_t>(rec.parent)]->rec.trial_dir + "/checkpoint";
+  }
+  launch.argv = spec.RenderCommand(rec.params, rec.id, rec.number, sweep.rec.id, rec.trial_dir, checkpoint_in);
   launch.workdir = spec.workdir;
   launch.trial_dir = rec.trial_dir;
   launch.resources = spec.TrialResources(rec.params);
@@ -504,6 +515,8 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
   launch.env["HPO_TRIAL_NUMBER"] = std::to_string(rec.number);
   launch.env["HPO_TRIAL_TOKEN"] = rec.token;
   launch.env["HPO_TRIAL_DIR"] = rec.trial_dir;
+  launch.env["HPO_CHECKPOINT_IN"] = checkpoint_in;
+  launch.env["HPO_CHECKPOINT_OUT"] = rec.trial_dir + "/checkpoint";
   launch.env["HPO_OBJECTIVE_METRIC"] = spec.objective.metric;
   launch.env["HPO_FOM_REGEX"] = spec.fom_regex;
   if (!options_.hpo_bin_dir.empty()) {

@@ -44,6 +44,8 @@ v1::Trial ToProto(const TrialRecord& rec) {
   out.set_retry_of(rec.retry_of);
   out.set_report_count(rec.report_count);
   out.set_gpus(rec.gpus);
+  out.set_parent(rec.parent);
+  out.set_lineage(rec.lineage);
   return out;
 }
 

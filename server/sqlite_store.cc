@@ -78,6 +78,12 @@ const std::vector<const char*> kMigrations = {
     );
     CREATE INDEX events_by_sweep ON events(sweep_id, seq);
     )sql",
+    // 1 -> 2: PBT. parent: the trial (number) whose checkpoint this one started from; lineage:
+    // the population member it belongs to. -1: none.
+    R"sql(
+    ALTER TABLE trials ADD COLUMN parent INTEGER NOT NULL DEFAULT -1;
+    ALTER TABLE trials ADD COLUMN lineage INTEGER NOT NULL DEFAULT -1;
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -289,6 +295,8 @@ absl::Status SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   sqlite3_bind_int64(st, 19, t.report_count);
   BindText(st, 20, t.gpus);
   sqlite3_bind_int(st, 21, t.infra_failure ? 1 : 0);
+  sqlite3_bind_int64(st, 22, t.parent);
+  sqlite3_bind_int64(st, 23, t.lineage);
   return absl::OkStatus();
 }
 
@@ -296,8 +304,8 @@ absl::StatusOr<int64_t> SqliteStore::InsertTrial(const TrialRecord& t) {
   sqlite3_stmt* st = Prepare(
       "INSERT INTO trials(sweep_id, number, state, params_json, step, last_metrics_json, objective,"
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
-      " attempt, retry_of, token, report_count, gpus, infra_failure)"
-      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage)"
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (st == nullptr) return Error("preparing trial insert");
   if (absl::Status s = BindTrial(st, t); !s.ok()) return s;
   if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a trial");
@@ -309,10 +317,10 @@ absl::Status SqliteStore::UpdateTrial(const TrialRecord& t) {
       "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?, last_metrics_json=?,"
       " objective=?, created_at=?, started_at=?, ended_at=?, exit_code=?, term_signal=?, message=?,"
       " backend_id=?, trial_dir=?, attempt=?, retry_of=?, token=?, report_count=?, gpus=?,"
-      " infra_failure=? WHERE id=?");
+      " infra_failure=?, parent=?, lineage=? WHERE id=?");
   if (st == nullptr) return Error("preparing trial update");
   if (absl::Status s = BindTrial(st, t); !s.ok()) return s;
-  sqlite3_bind_int64(st, 22, t.id);
+  sqlite3_bind_int64(st, 24, t.id);
   if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating trial ", t.id));
   if (sqlite3_changes(db_) == 0) return absl::NotFoundError(absl::StrCat("trial ", t.id, " not in the store"));
   return absl::OkStatus();
@@ -382,7 +390,8 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
   sqlite3_stmt* st = Prepare(
       "SELECT id, sweep_id, number, state, params_json, step, last_metrics_json, objective,"
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
-      " attempt, retry_of, token, report_count, gpus, infra_failure FROM trials WHERE sweep_id=?"
+      " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage FROM trials"
+      " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
   sqlite3_bind_int64(st, 1, sweep_id);
@@ -416,6 +425,8 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     t.report_count = sqlite3_column_int64(st, 19);
     t.gpus = Text(st, 20);
     t.infra_failure = sqlite3_column_int(st, 21) != 0;
+    t.parent = sqlite3_column_int64(st, 22);
+    t.lineage = sqlite3_column_int64(st, 23);
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

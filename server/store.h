@@ -61,6 +61,8 @@ struct TrialRecord {
   int64_t report_count = 0;
   std::string gpus;
   bool infra_failure = false;  // LOST or failed because of the infrastructure, not the config
+  int64_t parent = -1;         // PBT: the trial (number) whose checkpoint this one started from
+  int64_t lineage = -1;        // PBT: the population member it belongs to
 };
 
 struct ReportRecord {

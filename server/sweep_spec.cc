@@ -24,7 +24,7 @@ using algorithms::ParamType;
 using algorithms::ParamValue;
 
 const std::set<std::string> kReservedPlaceholders = {"trial_id", "trial_number", "trial_dir",
-                                                     "sweep_id"};
+                                                     "sweep_id", "checkpoint_in", "checkpoint_out"};
 
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -535,7 +535,8 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   } else if (ExpectMap(node, "algorithm")) {
     CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates", "population",
                                   "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
-                                  "elitism", "demes", "migration_interval"});
+                                  "elitism", "demes", "migration_interval", "quantile", "resample_rate",
+                                  "perturb"});
     if (!node["name"]) Error(node, "algorithm needs name: random or grid");
     else spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
     if (node["points"]) spec.algorithm.grid_points = static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
@@ -550,12 +551,16 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
     }
     for (auto [key, field, lo, hi] : {std::tuple{"crossover_rate", &a.crossover_rate, 0.0, 1.0},
                                       {"mutation_rate", &a.mutation_rate, 0.0, 1.0},
-                                      {"mutation_scale", &a.mutation_scale, 1e-9, 10.0}}) {
+                                      {"mutation_scale", &a.mutation_scale, 1e-9, 10.0},
+                                      {"quantile", &a.pbt_quantile, 1e-9, 0.5},
+                                      {"resample_rate", &a.pbt_resample_rate, 0.0, 1.0},
+                                      {"perturb", &a.pbt_perturb, 1e-9, 0.999}}) {
       if (!node[key]) continue;
       std::optional<double> v = Number(node[key], absl::StrCat("algorithm ", key));
       if (v && (*v < lo || *v > hi)) Error(node[key], absl::StrCat("algorithm ", key, " must be between ", lo, " and ", hi));
       else if (v) *field = *v;
     }
+    if (spec.algorithm.name == "pbt" && !node["population"]) spec.algorithm.population = 8;
     if (spec.algorithm.name == "genetic") {
       if (a.elitism >= a.population) Error(node["elitism"] ? node["elitism"] : node, "algorithm elitism must be below population");
       if (a.demes * 2 > a.population) Error(node["demes"] ? node["demes"] : node, "algorithm demes must be at most population / 2");
@@ -633,6 +638,11 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (spec.gpu_options.empty()) spec.gpu_options = {spec.resources.gpus};
   ResolveAllocation(spec);
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);
+  if (spec.algorithm.name == "pbt" && spec.budget.max_concurrent > spec.algorithm.population) {
+    Error(root["budget"] ? root["budget"] : root,
+          absl::StrCat("pbt trains ", spec.algorithm.population, " members, one segment each at a time: budget.max_concurrent (",
+                       spec.budget.max_concurrent, ") must not exceed algorithm population"));
+  }
   if (root["early_stopping"]) EarlyStopping(root["early_stopping"], spec);
   if (root["seed"]) spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));
   spec.fom_regex = kDefaultFomRegex;
@@ -698,12 +708,15 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
 std::vector<std::string> SweepSpec::RenderCommand(const algorithms::Params& params,
                                                   int64_t trial_id, int64_t trial_number,
                                                   int64_t sweep_id,
-                                                  const std::string& trial_dir) const {
+                                                  const std::string& trial_dir,
+                                                  const std::string& checkpoint_in) const {
   auto lookup = [&](const std::string& key) -> std::string {
     if (key == "trial_id") return std::to_string(trial_id);
     if (key == "trial_number") return std::to_string(trial_number);
     if (key == "sweep_id") return std::to_string(sweep_id);
     if (key == "trial_dir") return trial_dir;
+    if (key == "checkpoint_in") return checkpoint_in;
+    if (key == "checkpoint_out") return trial_dir + "/checkpoint";
     auto it = params.find(key);
     return it == params.end() ? "" : algorithms::FormatValue(it->second);
   };

@@ -58,9 +58,12 @@ struct SweepSpec {
   int max_retries = 2;               // retries of trials the infrastructure lost
 
   // The argv of one trial: placeholders filled, flags appended.
+  // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch),
+  // {checkpoint_out} is <trial_dir>/checkpoint.
   std::vector<std::string> RenderCommand(const algorithms::Params& params, int64_t trial_id,
                                          int64_t trial_number, int64_t sweep_id,
-                                         const std::string& trial_dir) const;
+                                         const std::string& trial_dir,
+                                         const std::string& checkpoint_in = "") const;
   // What one trial asks for, given its parameters.
   backend::Resources TrialResources(const algorithms::Params& params) const;
   // The smallest and the largest request a trial of this sweep may make.

@@ -22,8 +22,8 @@ id=$(hpo submit "$WORK/gpus.yaml" | tail -n 1)
 hpo wait "$id" --timeout 120 >/dev/null || fail "the GPU sweep did not complete"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 8 ] || fail "8 trials should complete"
 [ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 24 ] || fail "24 reports expected"
-hpo export "$id" --format csv | grep -q "slurm:job=" || fail "export lacks the Slurm job ids"
-hpo trials "$id" --where | grep -q "slurm:job=[0-9]* nodes=n" || fail "hpo trials --where lacks job ids and nodes"
+hpo export "$id" --format csv >"$WORK/out" && grep -q "slurm:job=" "$WORK/out" || fail "export lacks the Slurm job ids"
+hpo trials "$id" --where >"$WORK/out" && grep -q "slurm:job=[0-9]* nodes=n" "$WORK/out" || fail "hpo trials --where lacks job ids and nodes"
 # No GPU of a node was held by two trials at once.
 cat "$HPO_DATA_DIR"/sweeps/"$id"/trials/*/gpu.txt | paste - - >"$WORK/intervals"
 $PY - "$WORK/intervals" <<'PYEOF'
@@ -81,7 +81,7 @@ hpo wait "$id" --timeout 60 >/dev/null || fail "the 2-node trial did not complet
 ranks=$(sort "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | tr '\n' ' ')
 [ "$ranks" = "0 n1 1 n1 2 n2 3 n2 " ] || fail "a 2x2 trial ran as '$ranks'"
 [ "$(sql "SELECT report_count FROM trials WHERE sweep_id=$id")" -eq 1 ] || fail "rank 0 should report once"
-hpo trials "$id" --where | grep -q "nodes=n\[1-2\]" || fail "the trial's node list is not recorded"
+hpo trials "$id" --where >"$WORK/out" && grep -q "nodes=n\[1-2\]" "$WORK/out" || fail "the trial's node list is not recorded"
 
 sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"
 id=$(hpo submit "$WORK/long.yaml" | tail -n 1)

@@ -35,7 +35,7 @@ hpo wait "$id" --timeout 180 >/dev/null || fail "the mixed-GPU sweep did not com
   || fail "the trials did not share one allocation: $(sql "SELECT backend_id FROM trials WHERE sweep_id=$id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND backend_id GLOB 'slurm:job=[0-9]* step=[0-9]* nodes=n*'")" -ge 10 ] \
   || fail "step ids not recorded: $(sql "SELECT backend_id FROM trials WHERE sweep_id=$id")"
-hpo export "$id" --format csv | grep -q "step=" || fail "export lacks the step ids"
+hpo export "$id" --format csv >"$WORK/out" && grep -q "step=" "$WORK/out" || fail "export lacks the step ids"
 wait_for "[ \$(jobs_left) -eq 0 ]" 10
 for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
   n=$(basename "$t")

@@ -152,7 +152,8 @@ class Sweep:
             row.update({"objective": t.objective if t.has_objective else None, "step": t.step,
                         "started_at": _ts(t.started_at), "ended_at": _ts(t.ended_at),
                         "exit_code": t.exit_code if t.HasField("ended_at") else None,
-                        "attempt": t.attempt, "backend_id": t.backend_id, "message": t.message})
+                        "attempt": t.attempt, "backend_id": t.backend_id, "parent": t.parent,
+                        "lineage": t.lineage, "message": t.message})
             rows.append(row)
         df = pd.DataFrame(rows)
         if not df.empty:

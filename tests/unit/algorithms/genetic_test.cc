@@ -155,3 +155,73 @@ TEST(Genetic, BeatsRandomOnBranin) { CompareWithRandom(Box({{-5, 10}, {0, 15}}),
 
 }  // namespace
 }  // namespace hpo::algorithms
+
+namespace hpo::algorithms {
+namespace {
+
+TEST(Pbt, StartsMembersThenContinuesOrExploits) {
+  SearchSpace space;
+  space.params.push_back({"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}});
+  space.params.push_back({"layers", ParamType::kInt, 1, 8, false, std::nullopt, {}, {}});
+  PbtSampler pbt({4, 0.25, 0.0, 0.2});
+  std::vector<HistoryEntry> history;
+  for (int64_t n = 0; n < 4; ++n) {
+    SuggestOutput out;
+    auto p = pbt.Suggest({&space, &history, n, 9, Direction::kMinimize, &out});
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(out.lineage, n);
+    EXPECT_EQ(out.parent, -1);
+    // Member n scores n: member 0 is the best, member 3 the worst.
+    history.push_back({n, **p, true, static_cast<double>(n), out.parent, out.lineage});
+  }
+  // Trial 4 continues member 0 (its segment finished first): not in the bottom quarter.
+  SuggestOutput out;
+  auto p = pbt.Suggest({&space, &history, 4, 9, Direction::kMinimize, &out});
+  EXPECT_EQ(out.lineage, 0);
+  EXPECT_EQ(out.parent, 0);
+  EXPECT_EQ(**p, history[0].params);
+  history.push_back({4, **p, false, std::nullopt, out.parent, out.lineage});
+  // Next: member 1, then 2 continue; member 3 (the worst) exploits member 0, the top quarter.
+  for (int64_t n = 5; n <= 7; ++n) {
+    p = pbt.Suggest({&space, &history, n, 9, Direction::kMinimize, &out});
+    EXPECT_EQ(out.lineage, n - 4);
+    if (n < 7) {
+      EXPECT_EQ(out.parent, n - 4);
+      EXPECT_EQ(**p, history[static_cast<size_t>(n - 4)].params);
+    } else {
+      EXPECT_EQ(out.parent, 0) << "copies the best member's checkpoint";
+      EXPECT_NE(**p, history[0].params) << "and explores";
+      EXPECT_TRUE(space.Contains(**p));
+      double ratio = std::get<double>(p->value().at("lr")) / std::get<double>(history[0].params.at("lr"));
+      EXPECT_TRUE(std::abs(ratio - 0.8) < 1e-9 || std::abs(ratio - 1.2) < 1e-9 ||
+                  std::get<double>(p->value().at("lr")) == 1.0 || std::get<double>(p->value().at("lr")) == 1e-4)
+          << ratio;
+    }
+    history.push_back({n, **p, false, std::nullopt, out.parent, out.lineage});
+  }
+}
+
+TEST(Pbt, ExploreKeepsBoundsAndTypes) {
+  SearchSpace space;
+  space.params.push_back({"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}});
+  space.params.push_back({"units", ParamType::kInt, 8, 64, false, 8.0, {}, {}});
+  space.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt,
+                          {std::string("relu"), std::string("tanh")}, {}});
+  Rng rng(4, 4);
+  PbtOptions o{8, 0.25, 0.3, 0.2};
+  for (const ParamDef& d : space.params) {
+    ParamValue v = RandomSampler::Draw(d, rng);
+    for (int i = 0; i < 3000; ++i) {
+      v = PbtSampler::Explore(d, v, o, rng);
+      SearchSpace one;
+      one.params.push_back(d);
+      ASSERT_TRUE(one.Contains({{d.name, v}})) << d.name << " " << FormatValue(v);
+    }
+  }
+  EXPECT_FALSE(PbtSampler::Validate({1, 0.25, 0.25, 0.2}).ok());
+  EXPECT_FALSE(PbtSampler::Validate({8, 0.75, 0.25, 0.2}).ok());
+  EXPECT_FALSE(PbtSampler::Validate({8, 0.25, 0.25, 1.5}).ok());
+}
+
+}  // namespace
+}  // namespace hpo::algorithms
