@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/sampler.h"
+#include "bench/functions.h"
 #include "gtest/gtest.h"
 
 namespace hpo::algorithms::testing {
@@ -23,25 +24,7 @@ inline double Branin(const Params& p) {
 }
 
 // Hartmann-6 on [0, 1]^6; minimum -3.32237.
-inline double Hartmann6(const Params& p) {
-  static const double a[4] = {1.0, 1.2, 3.0, 3.2};
-  static const double A[4][6] = {{10, 3, 17, 3.5, 1.7, 8}, {0.05, 10, 17, 0.1, 8, 14},
-                                 {3, 3.5, 1.7, 10, 17, 8}, {17, 8, 0.05, 10, 0.1, 14}};
-  static const double P[4][6] = {{0.1312, 0.1696, 0.5569, 0.0124, 0.8283, 0.5886},
-                                 {0.2329, 0.4135, 0.8307, 0.3736, 0.1004, 0.9991},
-                                 {0.2348, 0.1451, 0.3522, 0.2883, 0.3047, 0.6650},
-                                 {0.4047, 0.8828, 0.8732, 0.5743, 0.1091, 0.0381}};
-  double total = 0;
-  for (int i = 0; i < 4; ++i) {
-    double e = 0;
-    for (int j = 0; j < 6; ++j) {
-      double x = X(p, "x" + std::to_string(j + 1));
-      e += A[i][j] * (x - P[i][j]) * (x - P[i][j]);
-    }
-    total += a[i] * std::exp(-e);
-  }
-  return -total;
-}
+inline double Hartmann6(const Params& p) { return ::hpo::bench::Hartmann6(p); }
 
 inline SearchSpace Box(const std::vector<std::pair<double, double>>& bounds) {
   SearchSpace s;
