@@ -65,7 +65,9 @@ def digits(path):
 
 def run(method, pruner, problem, workers, seed, budget, out):
     suggest, value, best_possible = problem
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)
+    # A fixed study name: HyperbandPruner assigns brackets from a hash of it (random by default).
+    study = optuna.create_study(study_name=f"{method}-{seed}", direction="minimize",
+                                sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)
     running = []  # [next_time, trial_number, trial, params, epoch]
     now, spent, best = 0.0, 0, math.inf
     while spent < budget:
