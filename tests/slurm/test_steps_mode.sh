@@ -12,6 +12,7 @@
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
 hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+HPOD_PID=$!
 wait_for "hpo daemon status" 10
 
 # --- packing 1- and 2-GPU trials into one 4-GPU allocation ---
@@ -184,4 +185,19 @@ hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_CANCELED'")" -eq 4 ] || fail "4 trials should be CANCELED"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 [ "$(squeue -h -s | grep -vc batch || true)" -eq 0 ] || fail "steps left: $(squeue -s)"
-pass "steps mode: packing, multi-node, early stop with signal and grace, FAILED/LOST/retry, pool growth, bad settings, cancel"
+
+# --- hpod killed (-9) mid-sweep: the restarted daemon cancels the allocation it left, retries the
+# trials that were running, and the sweep completes with nothing left in squeue ---
+id=$(hpo submit "$WORK/mixed.yaml" | tail -n 1)
+wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -ge 2 ]" 30
+kill -9 "$HPOD_PID"
+wait "$HPOD_PID" 2>/dev/null || true
+hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+wait_for "hpo daemon status" 10
+hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the restart"
+lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
+[ "$lost" -ge 2 ] || fail "the trials that ran when hpod died should be LOST, not $lost"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 12 ] || fail "12 trials should complete"
+grep -q "canceling allocation [0-9]* (hpo-alloc-.*) left by an earlier run" "$HPO_DATA_DIR/hpod.log" || fail "the leftover allocation was not canceled"
+wait_for "[ \$(jobs_left) -eq 0 ]" 10
+pass "steps mode: packing, multi-node, early stop with signal and grace, FAILED/LOST/retry, pool growth, bad settings, cancel, restart after kill -9"
