@@ -89,6 +89,8 @@ class Controller {
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req) const;
   absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
   absl::StatusOr<std::string> TrialDir(int64_t trial_id) const;
+  // A trial's reporting token, for in-process tools (the fuzzer); never served over the API.
+  absl::StatusOr<std::string> TrialToken(int64_t trial_id) const;
   absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req, absl::string_view token);
   // Sends the sweep's committed events after since_seq, then live ones until the sweep ends.
   absl::Status Watch(int64_t sweep_id, int64_t since_seq, std::shared_ptr<EventSink> sink);

@@ -197,6 +197,12 @@ absl::StatusOr<std::string> Controller::TrialDir(int64_t trial_id) const {
   return trial->rec.trial_dir;
 }
 
+absl::StatusOr<std::string> Controller::TrialToken(int64_t trial_id) const {
+  auto [sweep, trial] = FindTrial(trial_id);
+  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  return trial->rec.token;
+}
+
 absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& req,
                                                       absl::string_view token) {
   auto [sweep, trial] = FindTrial(req.trial_id());

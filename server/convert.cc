@@ -51,7 +51,10 @@ v1::Trial ToProto(const TrialRecord& rec) {
 
 std::string ParamsToJsonText(const algorithms::Params& params) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : params) std::visit([&](const auto& x) { j[k] = x; }, v);
+  for (const auto& kv : params) {
+    const std::string& key = kv.first;  // (clang 14 cannot capture a structured binding)
+    std::visit([&](const auto& x) { j[key] = x; }, kv.second);
+  }
   return j.dump();
 }
 

@@ -1,0 +1,125 @@
+// libFuzzer target: every request the API takes, as the controller validates and serves it. The
+// first byte picks the request type, the rest is its protobuf encoding. One daemon (controller,
+// store in a temp dir, simulated backend, virtual clock) lives across inputs, so sweeps and
+// trials submitted by earlier inputs are there to be reported on, canceled, listed.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "server/controller.h"
+#include "server/sqlite_store.h"
+#include "slurm_backend/simulated_backend.h"
+
+namespace {
+
+using namespace hpo;  // NOLINT
+
+struct Daemon {
+  FakeClock clock;
+  std::unique_ptr<server::SqliteStore> store;
+  std::unique_ptr<backend::SimulatedBackend> backend;
+  std::unique_ptr<server::Controller> controller;
+  std::string root;
+  Daemon() {
+    char tmpl[] = "/tmp/hpo-fuzz-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    server::SqliteStore::Options o;
+    o.durable = false;
+    store = std::move(*server::SqliteStore::Open(root + "/hpod.db", o));
+    backend = std::make_unique<backend::SimulatedBackend>(clock, 4, 8, [](const backend::LaunchSpec&) {
+      return backend::SimulatedFate{};
+    });
+    server::Controller::Options co;
+    co.data_dir = DataDir(root);
+    co.report_endpoint = "unix:/nowhere";
+    controller = std::make_unique<server::Controller>(co, *store, *backend, clock);
+    if (!controller->Recover().ok()) __builtin_trap();
+  }
+};
+
+template <typename T>
+bool Parse(T& msg, const uint8_t* data, size_t size) {
+  return msg.ParseFromArray(data, static_cast<int>(size));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Daemon* d = new Daemon();  // lives for the whole run
+  if (size < 1) return 0;
+  uint8_t kind = data[0] % 12;
+  ++data;
+  --size;
+  server::Controller& c = *d->controller;
+  switch (kind) {
+    case 0: {
+      v1::ValidateSweepRequest r;
+      if (Parse(r, data, size)) (void)c.Validate(r);
+      break;
+    }
+    case 1: {
+      v1::SubmitSweepRequest r;
+      if (Parse(r, data, size)) {
+        r.set_base_dir(d->root);  // where trial programs would run; never outside the temp dir
+        (void)c.Submit(r);
+      }
+      break;
+    }
+    case 2: {
+      v1::ReportRequest r;
+      // Odd trial ids: the trial's own token (the checks past authentication); even: a wrong one.
+      if (Parse(r, data, size)) {
+        std::string token = "wrong";
+        if (r.trial_id() % 2 != 0) token = c.TrialToken(r.trial_id()).value_or("wrong");
+        (void)c.Report(r, token);
+      }
+      break;
+    }
+    case 3: {
+      v1::ListTrialsRequest r;
+      if (Parse(r, data, size)) (void)c.ListTrials(r);
+      break;
+    }
+    case 4: {
+      v1::GetTrialRequest r;
+      if (Parse(r, data, size)) (void)c.GetTrial(r);
+      break;
+    }
+    case 5: {
+      v1::CancelSweepRequest r;
+      if (Parse(r, data, size)) (void)c.Cancel(r.sweep_id());
+      break;
+    }
+    case 6: {
+      v1::PauseSweepRequest r;
+      if (Parse(r, data, size)) (void)c.Pause(r.sweep_id());
+      break;
+    }
+    case 7: {
+      v1::ResumeSweepRequest r;
+      if (Parse(r, data, size)) (void)c.Resume(r.sweep_id());
+      break;
+    }
+    case 8: {
+      v1::GetSweepRequest r;
+      if (Parse(r, data, size)) (void)c.GetSweep(r.sweep_id());
+      break;
+    }
+    case 9: {
+      v1::ListSweepsRequest r;
+      if (Parse(r, data, size)) (void)c.ListSweeps(r.active_only());
+      break;
+    }
+    default:
+      // Time passes: trials start, end, get stopped.
+      d->clock.Advance(absl::Seconds(1 + (size > 0 ? data[0] % 30 : 0)));
+      break;
+  }
+  c.RunOnce();
+  return 0;
+}
