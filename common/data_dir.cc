@@ -21,7 +21,7 @@ DataDir DataDir::FromEnvironment() {
 }
 
 std::string DataDir::sweep_dir(int64_t sweep_id) const {
-  return absl::StrCat(root_, "/sweeps/", sweep_id);
+  return absl::StrCat(sweeps_root(), "/", sweep_id);
 }
 
 std::string DataDir::trial_dir(int64_t sweep_id, int64_t trial_number) const {

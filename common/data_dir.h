@@ -30,6 +30,11 @@ class DataDir {
   std::string token_path() const { return root_ + "/token"; }
   std::string pid_path() const { return root_ + "/hpod.pid"; }
   std::string log_path() const { return root_ + "/hpod.log"; }
+  // Sweep and trial directories: <root>/sweeps unless set_sweeps_root moved them (hpod
+  // --sweeps-dir: trials' logs and checkpoints on a file system the compute nodes share, while
+  // the database stays on a local disk).
+  void set_sweeps_root(std::string dir) { sweeps_root_ = std::move(dir); }
+  std::string sweeps_root() const { return sweeps_root_.empty() ? root_ + "/sweeps" : sweeps_root_; }
   std::string sweep_dir(int64_t sweep_id) const;
   std::string trial_dir(int64_t sweep_id, int64_t trial_number) const;
 
@@ -46,6 +51,7 @@ class DataDir {
 
  private:
   std::string root_;
+  std::string sweeps_root_;
 };
 
 }  // namespace hpo

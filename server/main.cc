@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
   bool no_durable = false;
   std::string backend_name = "local", slurm_conf;
   app.add_option("--data-dir", data_dir_flag, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
+  std::string sweeps_dir_flag;
+  app.add_option("--sweeps-dir", sweeps_dir_flag,
+                 "where sweep and trial directories (logs, checkpoints) go; default DATA_DIR/sweeps. "
+                 "On a cluster: a file system the compute nodes see, with the database kept local");
   app.add_option("--listen", listen,
                  "TCP address for trials and remote clients (host:port; port 0 picks one; "
                  "'none' for the Unix socket only)")->capture_default_str();
@@ -80,6 +84,7 @@ int main(int argc, char** argv) {
 
   hpo::DataDir data_dir = data_dir_flag.empty() ? hpo::DataDir::FromEnvironment()
                                                 : hpo::DataDir(hpo::AbsolutePath(data_dir_flag));
+  if (!sweeps_dir_flag.empty()) data_dir.set_sweeps_root(hpo::AbsolutePath(sweeps_dir_flag));
   if (absl::Status s = data_dir.Create(); !s.ok()) return Fail(s.ToString());
   if (data_dir.socket_path().size() >= 100) {
     return Fail(absl::StrCat("the socket path ", data_dir.socket_path(),
