@@ -43,6 +43,19 @@ std::string Tail(const std::string& path, size_t max) {
   return out;
 }
 
+// The sweep's `slurm:` settings that any job hpod submits carries (a trial's job or a holder).
+void ApplyPlacement(const Placement& p, JobRequest& r) {
+  r.partition = p.partition;
+  r.account = p.account;
+  r.qos = p.qos;
+  r.constraint = p.constraint;
+  r.reservation = p.reservation;
+  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
+  r.exclusive = p.exclusive;
+  r.comment = p.comment;
+  r.licenses = p.licenses;
+}
+
 }  // namespace
 
 SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options)
@@ -92,13 +105,7 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   r.tasks_per_node = spec.resources.tasks_per_node;
   r.cpus_per_task = spec.resources.cpus;
   r.gpus_per_node = spec.resources.gpus;
-  const Placement& p = spec.placement;
-  r.partition = p.partition;
-  r.account = p.account;
-  r.qos = p.qos;
-  r.constraint = p.constraint;
-  r.reservation = p.reservation;
-  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
+  ApplyPlacement(spec.placement, r);
   return r;
 }
 
@@ -118,15 +125,7 @@ JobRequest SlurmBackend::AllocationRequest(int64_t sweep_id, const Placement& p)
   r.cpus_per_task = 1;
   r.gpus_per_node = a.gpus_per_node;
   r.memory_mb = a.memory_mb;
-  r.partition = p.partition;
-  r.account = p.account;
-  r.qos = p.qos;
-  r.constraint = p.constraint;
-  r.reservation = p.reservation;
-  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
-  r.exclusive = p.exclusive;
-  r.comment = p.comment;
-  r.licenses = p.licenses;
+  ApplyPlacement(p, r);
   return r;
 }
 
