@@ -305,7 +305,7 @@ absl::Status Controller::Recover() {
   ASSIGN_OR_RETURN(std::vector<SweepRecord> records, store_.LoadSweeps());
   RETURN_IF_ERROR(store_.Begin());
   RETURN_IF_ERROR(store_.FlushReportLog());
-  int lost = 0;
+  int lost = 0, readopted = 0;
   for (SweepRecord& rec : records) {
     int64_t id = rec.id;
     auto built = BuildSweep(rec);
@@ -352,13 +352,19 @@ absl::Status Controller::Recover() {
       }
     }
     for (auto& t : s.trials) {
-      if (IsFinal(t->rec.state)) {
-        UpdateBest(s, *t);
-        continue;
-      }
-      // The trial ran when the daemon stopped. Its reports are all in the store; its row may
-      // lag behind by one progress interval: rebuild the row from them.
+      bool final = IsFinal(t->rec.state);
+      if (final) UpdateBest(s, *t);
+      if (final && (s.stopper_is_none || s.Final())) continue;
+      // Early stopping compares curves: every trial's comes back from its reports. A trial that
+      // ran when the daemon stopped has all its reports in the store, while its row may lag
+      // behind by one progress interval: the row is rebuilt from them too.
       ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(t->rec.id));
+      for (const ReportRecord& r : reports) {
+        auto it = r.metrics.find(s.spec.objective.metric);
+        if (it != r.metrics.end()) t->curve.emplace_back(r.step, it->second);
+      }
+      if (final) continue;
+      if (!reports.empty()) t->last_report.emplace(reports.back().step, reports.back().metrics);
       t->rec.report_count = static_cast<int64_t>(reports.size());
       for (const ReportRecord& r : reports) {
         t->rec.step = r.step;
@@ -369,19 +375,39 @@ absl::Status Controller::Recover() {
           if (!s.spec.objective.use_best || better) t->rec.objective = it->second;
         }
       }
-      backend_.Reclaim(t->rec.id, t->rec.backend_id);
+      // The trial may still run (it outlives the daemon), or have ended while hpod was away:
+      // the backend looks for it. A trial that was only waiting to start waits again.
       ++s.active;  // EndTrial takes it back
+      absl::Status adopted = backend_.Adopt(MakeLaunchSpec(s, *t), t->rec.backend_id, t->rec.gpus);
+      if (adopted.ok()) {
+        ++readopted;
+        continue;
+      }
+      if (t->rec.state == v1::TRIAL_STATE_PENDING && absl::IsNotFound(adopted)) {
+        s.pending.push_back(t->rec.number);
+        continue;
+      }
+      backend_.Reclaim(t->rec.id, t->rec.backend_id);
       t->rec.infra_failure = true;
-      EndTrial(s, *t, v1::TRIAL_STATE_LOST, "hpod restarted while the trial ran");
+      EndTrial(s, *t, v1::TRIAL_STATE_LOST,
+               absl::StrCat("hpod restarted while the trial ran, and ", adopted.message()));
       ++lost;
+    }
+    // A sweep that was ending when the daemon stopped still ends: its re-adopted trials are
+    // stopped again (the earlier request lived in memory only).
+    if (s.rec.ending != v1::SWEEP_STATE_UNSPECIFIED && !s.Final()) {
+      v1::SweepState ending = s.rec.ending;
+      std::string message = s.rec.message;
+      s.rec.ending = v1::SWEEP_STATE_UNSPECIFIED;
+      BeginEnding(s, ending, message);
     }
   }
   absl::Status commit = store_.Commit();
   if (!commit.ok()) return commit;
   for (auto& [sweep_id, event] : unpublished_) committed_seq_ = std::max(committed_seq_, event.seq());
   unpublished_.clear();
-  spdlog::info("recovered {} sweep(s); {} trial(s) that were running are LOST and retried per policy",
-               sweeps_.size(), lost);
+  spdlog::info("recovered {} sweep(s): {} trial(s) re-adopted, {} LOST and retried per policy",
+               sweeps_.size(), readopted, lost);
   return absl::OkStatus();
 }
 
@@ -492,8 +518,8 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   return true;
 }
 
-bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
-  TrialRecord& rec = trial.rec;
+backend::LaunchSpec Controller::MakeLaunchSpec(const SweepRt& sweep, const TrialRt& trial) const {
+  const TrialRecord& rec = trial.rec;
   const SweepSpec& spec = sweep.spec;
   backend::LaunchSpec launch;
   launch.trial_id = rec.id;
@@ -523,6 +549,12 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
     const char* path = std::getenv("PATH");
     launch.env["PATH"] = options_.hpo_bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin");
   }
+  return launch;
+}
+
+bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
+  TrialRecord& rec = trial.rec;
+  backend::LaunchSpec launch = MakeLaunchSpec(sweep, trial);
   absl::Status s = MakeDirs(rec.trial_dir, 0755);
   if (s.ok()) s = WriteFileAtomic(rec.trial_dir + "/params.json", ParamsToJsonText(rec.params) + "\n", 0644,
                                    /*sync=*/false);  // a copy for the trial; the store holds the truth
@@ -545,8 +577,8 @@ void Controller::HandleBackendEvent(const backend::BackendEvent& e) {
   TrialRecord& rec = trial->rec;
   switch (e.kind) {
     case backend::BackendEvent::Kind::kStarted:
+      if (rec.state != v1::TRIAL_STATE_RUNNING) rec.started_at = e.time;  // else re-adopted
       rec.state = v1::TRIAL_STATE_RUNNING;
-      rec.started_at = e.time;
       rec.backend_id = e.backend_id;
       rec.gpus = e.gpus;
       SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_STATE);

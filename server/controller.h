@@ -106,6 +106,9 @@ class Controller {
     std::string stop_reason;
     std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
     std::vector<std::pair<int64_t, double>> curve;  // objective metric per step
+    // The last report stored: one with the same step and metrics again is a client's retry of
+    // a report whose reply it never got (the daemon went away), and is not stored twice.
+    std::optional<std::pair<int64_t, std::map<std::string, double>>> last_report;
   };
   struct SweepRt {
     SweepRecord rec;
@@ -141,6 +144,8 @@ class Controller {
   void Schedule(SweepRt& sweep);
   bool CreateTrial(SweepRt& sweep);
   bool LaunchPending(SweepRt& sweep, TrialRt& trial);
+  // What the backend gets to start (or re-adopt) a trial; `checkpoint_in` is set when it has one.
+  backend::LaunchSpec MakeLaunchSpec(const SweepRt& sweep, const TrialRt& trial) const;
   void EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state, std::string message);
   // Stops a trial now (cancel, sweep end), or with `after` set, tells it in its report reply
   // and has the backend stop it only if it is still running `after` from now (early stopping).

@@ -247,7 +247,16 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   report.step = step;
   report.metrics.insert(req.metrics().begin(), req.metrics().end());
   report.time = clock_.Now();
+  if (trial->last_report && trial->last_report->first == step && trial->last_report->second == report.metrics) {
+    v1::ReportResponse again;  // a retry of the last report: stored already, answered the same
+    again.set_step(step);
+    again.set_action(trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED ? v1::ReportResponse::ACTION_STOP
+                                                                      : v1::ReportResponse::ACTION_CONTINUE);
+    again.set_reason(trial->stop_reason);
+    return again;
+  }
   RETURN_IF_ERROR(store_.InsertReport(report));
+  trial->last_report.emplace(step, report.metrics);
 
   rec.step = step;
   ++rec.report_count;

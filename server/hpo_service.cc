@@ -175,6 +175,8 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Reports are tiny and frequent: bandwidth-delay probing only adds pings per connection.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // No SO_REUSEPORT: a second daemon asking for a remembered port must fail, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Not GRPC_ARG_MINIMAL_STACK: in gRPC 1.51 it drops the filter that enforces the message size
   // limit (tests/unit/server/grpc_server_test.cc catches that).
 }

@@ -10,7 +10,10 @@
 #include <memory>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "absl/strings/str_format.h"
@@ -114,9 +117,14 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // Every trial runs under hpo-shim (installed next to hpod), so that it outlives a crash of
+  // this daemon and the next start re-adopts it.
+  std::string shim = SelfDir() + "/hpo-shim";
+  if (::access(shim.c_str(), X_OK) != 0) return Fail(absl::StrCat("cannot find ", shim, " (installed with hpod)"));
   std::unique_ptr<hpo::backend::Backend> backend_ptr;
   if (backend_name == "slurm") {
     hpo::backend::SlurmBackend::Options slurm_options;
+    slurm_options.shim = shim;
     // Allocation names carry the data directory's hash: a restarted daemon finds its own.
     slurm_options.instance = absl::StrFormat("%08x", static_cast<uint32_t>(std::hash<std::string>()(data_dir.root())));
     backend_ptr = std::make_unique<hpo::backend::SlurmBackend>(hpo::backend::MakeLibSlurm(slurm_conf),
@@ -125,6 +133,7 @@ int main(int argc, char** argv) {
     hpo::backend::LocalBackend::Options backend_options;
     backend_options.gpus = gpus;
     backend_options.cpus = cpus;
+    backend_options.shim = shim;
     backend_ptr = std::make_unique<hpo::backend::LocalBackend>(backend_options, hpo::SystemClock::Get());
   }
   hpo::backend::Backend& backend = *backend_ptr;
@@ -138,18 +147,39 @@ int main(int argc, char** argv) {
 
   hpo::server::HpoServiceImpl hpo_service(controller, *token);
   hpo::server::ReportServiceImpl report_service(controller);
-  grpc::ServerBuilder builder;
-  hpo::server::ConfigureServerBuilder(builder);
-  ::unlink(data_dir.socket_path().c_str());
-  builder.AddListeningPort(data_dir.socket_target(), grpc::InsecureServerCredentials());
-  int tcp_port = 0;
-  if (listen != "none") builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &tcp_port);
-  builder.RegisterService(&hpo_service);
-  builder.RegisterService(&report_service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || (listen != "none" && tcp_port == 0)) {
-    return Fail(absl::StrCat("cannot listen on ", data_dir.socket_path(), " and ", listen));
+  // Trials report to the TCP address in their HPO_ENDPOINT, also after this daemon restarts: a
+  // port picked by the system (port 0) is remembered and asked for again at the next start.
+  std::string port_path = data_dir.root() + "/tcp_port";
+  std::string listen_now = listen;
+  if (listen != "none" && absl::EndsWith(listen, ":0")) {
+    int saved = 0;
+    absl::StatusOr<std::string> text = hpo::ReadFile(port_path);
+    if (text.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &saved) && saved > 0 && saved < 65536) {
+      listen_now = absl::StrCat(listen.substr(0, listen.size() - 1), saved);
+    }
   }
+  std::unique_ptr<grpc::Server> server;
+  int tcp_port = 0;
+  auto build = [&](const std::string& address) {
+    grpc::ServerBuilder builder;
+    hpo::server::ConfigureServerBuilder(builder);
+    ::unlink(data_dir.socket_path().c_str());
+    builder.AddListeningPort(data_dir.socket_target(), grpc::InsecureServerCredentials());
+    tcp_port = 0;
+    if (address != "none") builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &tcp_port);
+    builder.RegisterService(&hpo_service);
+    builder.RegisterService(&report_service);
+    server = builder.BuildAndStart();
+    return server != nullptr && (address == "none" || tcp_port != 0);
+  };
+  if (!build(listen_now)) {
+    if (listen_now == listen || !build(listen)) {
+      return Fail(absl::StrCat("cannot listen on ", data_dir.socket_path(), " and ", listen));
+    }
+    spdlog::warn("the port of the last run ({}) is taken; trials it left running cannot report "
+                 "until they are restarted", listen_now);
+  }
+  if (tcp_port != 0) (void)hpo::WriteFileAtomic(port_path, absl::StrCat(tcp_port, "\n"), 0600);
   ::chmod(data_dir.socket_path().c_str(), 0600);
   std::string endpoint = data_dir.socket_target();
   if (tcp_port != 0) {

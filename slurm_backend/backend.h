@@ -99,8 +99,18 @@ class Backend {
   virtual absl::Status Stop(int64_t trial_id, absl::Duration grace) = 0;
   // Events since the last call, oldest first. Also drives the backend's own timers.
   virtual std::vector<BackendEvent> Poll() = 0;
-  // A trial the store says was running when the daemon last stopped. This backend cannot
-  // re-adopt it: end whatever is left of it so that it does not run unaccounted.
+  // After a restart: a trial the store says was launched, or may have been, when the daemon last
+  // stopped (`spec` as it was launched; `backend_id` and `gpus` as stored, possibly empty). When
+  // the backend finds it, it takes it back: OK, and Poll() reports kStarted (with the backend id)
+  // and later kExited or kLost, at once when the trial already ended while the daemon was away
+  // and its outcome is known. NOT_FOUND when nothing of the trial runs and nothing says how it
+  // ended; UNIMPLEMENTED when this backend cannot re-adopt trials.
+  virtual absl::Status Adopt(const LaunchSpec& /*spec*/, const std::string& /*backend_id*/,
+                             const std::string& /*gpus*/) {
+    return absl::UnimplementedError("this backend cannot re-adopt trials");
+  }
+  // A trial the store says was running that was not (or could not be) adopted: end whatever is
+  // left of it so that it does not run unaccounted.
   virtual void Reclaim(int64_t trial_id, const std::string& backend_id) = 0;
   // Number of trials the backend is running.
   virtual int Running() const = 0;

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "slurm_backend/local_backend.h"
 
 #include <signal.h>
@@ -10,7 +9,9 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::backend {
@@ -38,7 +39,7 @@ LocalBackend::~LocalBackend() {
   KillAll();
   for (auto& [id, child] : children_) {
     int status = 0;
-    ::waitpid(child.pid, &status, 0);
+    if (!child.process.adopted) ::waitpid(child.process.pid, &status, 0);
   }
 }
 
@@ -62,6 +63,9 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   spawn.workdir = spec.workdir;
   spawn.stdout_path = spec.trial_dir + "/stdout.log";
   spawn.stderr_path = spec.trial_dir + "/stderr.log";
+  spawn.shim = options_.shim;
+  spawn.env["HPO_TRIAL_ID"] = std::to_string(spec.trial_id);  // how a restart knows it again
+  spawn.shim_dir = spec.trial_dir;
   absl::StatusOr<Spawned> spawned = Spawn(spawn);
   if (!spawned.ok()) {
     pool_.Release(*grant);
@@ -71,7 +75,9 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   pid_t pid = spawned->pid;
   const std::string& err_path = spawn.stderr_path;
   Child child;
-  child.pid = pid;
+  child.process.pid = pid;
+  child.process.trial_id = spec.trial_id;
+  child.process.dir = spec.trial_dir;
   child.grant = *grant;
   BackendEvent started;
   started.kind = BackendEvent::Kind::kStarted;
@@ -112,9 +118,56 @@ absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
   Child& child = it->second;
   if (!child.stop_requested) {
     child.stop_requested = true;
-    ::kill(-child.pid, child.stop_signal);
+    ::kill(-child.process.pid, child.stop_signal);
     child.kill_at = clock_.Now() + grace;
   }
+  return absl::OkStatus();
+}
+
+absl::Status LocalBackend::Adopt(const LaunchSpec& spec, const std::string& backend_id,
+                                 const std::string& gpus) {
+  if (children_.count(spec.trial_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
+  }
+  Child child;
+  child.process.trial_id = spec.trial_id;
+  child.process.dir = spec.trial_dir;
+  child.process.adopted = true;
+  child.stop_signal = spec.stop_signal;
+  child.process.pid = ReadShimPid(spec.trial_dir);
+  int pid = 0;
+  if (child.process.pid == 0 && std::sscanf(backend_id.c_str(), "local:pid=%d", &pid) == 1) {
+    child.process.pid = pid;  // started without the shim
+  }
+  ExitRecord outcome;
+  TrialProcess::State state = child.process.pid > 0 ? child.process.Check(&outcome)
+                                                    : TrialProcess::State::kVanished;
+  if (state == TrialProcess::State::kVanished) {
+    return absl::NotFoundError(absl::StrCat("no process of trial ", spec.trial_id,
+                                            " runs, and it left no exit status"));
+  }
+  // Its GPUs stay its own: take exactly those out of the pool.
+  std::vector<int> held;
+  for (absl::string_view g : absl::StrSplit(gpus, ',', absl::SkipEmpty())) {
+    int index = 0;
+    if (absl::SimpleAtoi(g, &index)) held.push_back(index);
+  }
+  child.grant = pool_.AcquireExact(held, spec.resources.cpus * spec.resources.tasks_per_node);
+  BackendEvent started;
+  started.kind = BackendEvent::Kind::kStarted;
+  started.trial_id = spec.trial_id;
+  started.time = clock_.Now();
+  started.backend_id = absl::StrCat("local:pid=", child.process.pid);
+  started.gpus = gpus;
+  events_.push_back(started);
+  if (state == TrialProcess::State::kEnded) {
+    spdlog::info("trial {}: ended while hpod was away; its outcome is known", spec.trial_id);
+    Ended(spec.trial_id, child, outcome);
+    return absl::OkStatus();
+  }
+  spdlog::info("trial {}: re-adopted its running process group {}", spec.trial_id, child.process.pid);
+  watcher_.Watch(child.process.pid);
+  children_[spec.trial_id] = std::move(child);
   return absl::OkStatus();
 }
 
@@ -123,16 +176,7 @@ void LocalBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
   if (std::sscanf(backend_id.c_str(), "local:pid=%d", &pid) != 1 || pid <= 1) return;
   // Only a process group whose leader still carries this trial's id in its environment: the pid
   // may have been reused since.
-  std::string environ_path = absl::StrCat("/proc/", pid, "/environ");
-  FILE* f = std::fopen(environ_path.c_str(), "r");
-  if (f == nullptr) return;
-  std::string env(1, '\0');
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) env.append(buf, n);
-  std::fclose(f);
-  std::string needle = absl::StrCat(absl::string_view("\0HPO_TRIAL_ID=", 14), trial_id, absl::string_view("\0", 1));
-  if (env.find(needle) == std::string::npos) return;
+  if (!IsTrialProcess(pid, trial_id)) return;
   spdlog::warn("trial {}: ending its leftover process group {}", trial_id, pid);
   ::kill(-pid, SIGKILL);
 }
@@ -140,24 +184,26 @@ void LocalBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
 void LocalBackend::KillAll() {
   for (auto& [id, child] : children_) {
     child.stop_requested = true;
-    ::kill(-child.pid, SIGKILL);
+    ::kill(-child.process.pid, SIGKILL);
   }
 }
 
-void LocalBackend::Reap(int64_t trial_id, Child& child, int wait_status) {
-  // Whatever the trial left behind in its group goes with it.
-  ::kill(-child.pid, SIGKILL);
+void LocalBackend::Ended(int64_t trial_id, Child& child, const ExitRecord& outcome) {
+  // Whatever the trial left behind in its group goes with it (a re-adopted group only while its
+  // leader is still the trial's: afterwards the pid may be someone else's).
+  if (!child.process.adopted || IsTrialProcess(child.process.pid, trial_id)) ::kill(-child.process.pid, SIGKILL);
   pool_.Release(child.grant);
   BackendEvent e;
   e.kind = BackendEvent::Kind::kExited;
   e.trial_id = trial_id;
   e.time = clock_.Now();
   e.stop_requested = child.stop_requested;
-  if (WIFEXITED(wait_status)) {
-    e.exit_code = WEXITSTATUS(wait_status);
-  } else if (WIFSIGNALED(wait_status)) {
-    e.exit_code = -1;
-    e.term_signal = WTERMSIG(wait_status);
+  e.exit_code = outcome.exit_code;
+  e.term_signal = outcome.term_signal;
+  if (outcome.exec_errno != 0) {
+    e.message = absl::StrCat("cannot run the trial's command: ", std::strerror(outcome.exec_errno),
+                             " (see stderr.log)");
+  } else if (e.term_signal != 0) {
     e.message = absl::StrCat("killed by signal ", e.term_signal, " (", strsignal(e.term_signal), ")");
   }
   events_.push_back(std::move(e));
@@ -167,19 +213,20 @@ std::vector<BackendEvent> LocalBackend::Poll() {
   absl::Time now = clock_.Now();
   for (auto it = children_.begin(); it != children_.end();) {
     Child& child = it->second;
-    int status = 0;
-    pid_t r = ::waitpid(child.pid, &status, WNOHANG);
-    if (r == child.pid) {
-      Reap(it->first, child, status);
+    ExitRecord outcome;
+    TrialProcess::State state = child.process.Check(&outcome);
+    if (state == TrialProcess::State::kEnded) {
+      Ended(it->first, child, outcome);
       it = children_.erase(it);
       continue;
     }
-    if (r < 0 && errno == ECHILD) {
+    if (state == TrialProcess::State::kVanished) {
       BackendEvent e;
       e.kind = BackendEvent::Kind::kLost;
       e.trial_id = it->first;
       e.time = now;
-      e.message = "the trial's process disappeared";
+      e.stop_requested = child.stop_requested;
+      e.message = "the trial's process disappeared without a record of how it ended";
       pool_.Release(child.grant);
       events_.push_back(std::move(e));
       it = children_.erase(it);
@@ -187,7 +234,7 @@ std::vector<BackendEvent> LocalBackend::Poll() {
     }
     if (child.kill_at && now >= *child.kill_at) {
       spdlog::info("trial {} did not exit within its grace period; SIGKILL", it->first);
-      ::kill(-child.pid, SIGKILL);
+      ::kill(-child.process.pid, SIGKILL);
       child.kill_at.reset();
     }
     ++it;

@@ -7,6 +7,10 @@
 // the whole group and SIGKILL after the grace period; when a trial's main process has exited,
 // whatever it left in its group is killed too, so nothing outlives a trial.
 //
+// Trials run under hpo-shim (Options::shim), so they outlive a daemon that crashed, and a
+// restarted daemon re-adopts them (Adopt): it finds each through the pid the shim recorded in
+// the trial directory, watches it through a pidfd, and reads its outcome from the shim's record.
+//
 // Thread safety: controller thread only (see Backend).
 
 #include <sys/types.h>
@@ -26,6 +30,7 @@ class LocalBackend final : public Backend {
   struct Options {
     int gpus = -1;           // -1: count of `nvidia-smi -L` lines, 0 when it is absent
     int cpus = 0;            // 0: the number of online CPUs
+    std::string shim;        // hpo-shim; empty: trials run bare and cannot be re-adopted
   };
   LocalBackend(const Options& options, const Clock& clock);
   ~LocalBackend() override;
@@ -36,6 +41,8 @@ class LocalBackend final : public Backend {
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;
+  absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
+                     const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   int Running() const override { return static_cast<int>(children_.size()); }
   std::string Describe() const override;
@@ -49,13 +56,13 @@ class LocalBackend final : public Backend {
 
  private:
   struct Child {
-    pid_t pid = 0;
+    TrialProcess process;
     Grant grant;
     std::optional<absl::Time> kill_at;  // SIGKILL deadline after Stop
     bool stop_requested = false;
     int stop_signal = 15;
   };
-  void Reap(int64_t trial_id, Child& child, int wait_status);
+  void Ended(int64_t trial_id, Child& child, const ExitRecord& outcome);
 
   Options options_;
   const Clock& clock_;

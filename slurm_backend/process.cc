@@ -6,12 +6,15 @@
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 extern char** environ;
 
@@ -52,7 +55,8 @@ absl::StatusOr<Spawned> Spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty command");
   CStrings envp = BuildEnv(spec);
   CStrings argv;
-  argv.storage = spec.argv;
+  if (!spec.shim.empty()) argv.storage = {spec.shim, spec.shim_dir, "--"};
+  argv.storage.insert(argv.storage.end(), spec.argv.begin(), spec.argv.end());
   // posix_spawn (clone with CLONE_VFORK in glibc) instead of fork: it does not copy the
   // daemon's page tables, which matters for launch latency, and reports exec failures itself.
   posix_spawn_file_actions_t actions;
@@ -92,6 +96,104 @@ absl::StatusOr<Spawned> Spawn(const SpawnSpec& spec) {
   }
   out.exec_errno = err;  // no child is left
   return out;
+}
+
+ExitRecord FromWaitStatus(int wait_status) {
+  ExitRecord r;
+  if (WIFEXITED(wait_status)) {
+    r.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    r.exit_code = -1;
+    r.term_signal = WTERMSIG(wait_status);
+  }
+  return r;
+}
+
+namespace {
+std::optional<std::string> ReadSmallFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) return std::nullopt;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && out.size() < (1 << 20)) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+}  // namespace
+
+std::optional<ExitRecord> ReadExitRecord(const std::string& dir) {
+  std::optional<std::string> text = ReadSmallFile(dir + "/hpo.exit");
+  if (!text) return std::nullopt;
+  char kind[16] = {0};
+  int value = 0;
+  if (std::sscanf(text->c_str(), "%15s %d", kind, &value) != 2) return std::nullopt;
+  ExitRecord r;
+  if (std::strcmp(kind, "exit") == 0) {
+    r.exit_code = value;
+  } else if (std::strcmp(kind, "signal") == 0) {
+    r.exit_code = -1;
+    r.term_signal = value;
+  } else if (std::strcmp(kind, "exec") == 0) {
+    r.exit_code = 127;
+    r.exec_errno = value;
+  } else {
+    return std::nullopt;
+  }
+  return r;
+}
+
+pid_t ReadShimPid(const std::string& dir) {
+  std::optional<std::string> text = ReadSmallFile(dir + "/hpo.pid");
+  int pid = 0;
+  if (!text || std::sscanf(text->c_str(), "%d", &pid) != 1 || pid <= 1) return 0;
+  return pid;
+}
+
+bool IsTrialProcess(pid_t pid, int64_t trial_id) {
+  if (pid <= 1) return false;
+  std::optional<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat) return false;
+  size_t paren = stat->rfind(')');  // the state follows the command name, which may hold anything
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+  char state = (*stat)[paren + 2];
+  if (state == 'Z' || state == 'X') return false;
+  std::optional<std::string> env = ReadSmallFile(absl::StrCat("/proc/", pid, "/environ"));
+  if (!env) return false;
+  std::string needle = absl::StrCat("HPO_TRIAL_ID=", trial_id);
+  for (absl::string_view var : absl::StrSplit(*env, '\0')) {
+    if (var == needle) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> ProcessArgv(pid_t pid) {
+  std::optional<std::string> text = ReadSmallFile(absl::StrCat("/proc/", pid, "/cmdline"));
+  if (!text) return {};
+  return absl::StrSplit(*text, '\0', absl::SkipEmpty());
+}
+
+TrialProcess::State TrialProcess::Check(ExitRecord* outcome) const {
+  if (!adopted) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == 0) return State::kRunning;
+    if (r == pid) {
+      *outcome = FromWaitStatus(status);
+      if (std::optional<ExitRecord> shim = ReadExitRecord(dir); shim && shim->exec_errno != 0) {
+        outcome->exec_errno = shim->exec_errno;
+      }
+      return State::kEnded;
+    }
+    // Not (or no longer) a child of ours: fall through to what the shim wrote down.
+  } else if (IsTrialProcess(pid, trial_id)) {
+    return State::kRunning;
+  }
+  if (std::optional<ExitRecord> shim = ReadExitRecord(dir)) {
+    *outcome = *shim;
+    return State::kEnded;
+  }
+  return State::kVanished;
 }
 
 ChildWatcher::ChildWatcher() {

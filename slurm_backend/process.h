@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -30,6 +31,9 @@ struct SpawnSpec {
   std::function<bool(absl::string_view key)> inherit;
   std::string workdir;
   std::string stdout_path, stderr_path;    // opened for appending
+  // Not empty: the command runs under this hpo-shim, which records in `shim_dir` the process
+  // group's pid (hpo.pid) and how the command ended (hpo.exit); see hpo_shim.cc.
+  std::string shim, shim_dir;
 };
 
 struct Spawned {
@@ -40,6 +44,36 @@ struct Spawned {
 // UNAVAILABLE when the logs cannot be opened or fork fails.
 absl::StatusOr<Spawned> Spawn(const SpawnSpec& spec);
 
+// How a trial's command ended, as a wait status says or as hpo-shim wrote it down.
+struct ExitRecord {
+  int exit_code = 0;    // -1 when a signal ended it
+  int term_signal = 0;  // the signal, 0 if none
+  int exec_errno = 0;   // not 0: the command could not be started (exit_code 127)
+};
+ExitRecord FromWaitStatus(int wait_status);
+// What hpo-shim wrote in `dir` (hpo.exit), or nullopt when the command has not ended (or ran
+// without the shim).
+std::optional<ExitRecord> ReadExitRecord(const std::string& dir);
+// The pid hpo-shim recorded in `dir` (hpo.pid), or 0.
+pid_t ReadShimPid(const std::string& dir);
+// True when `pid` is alive (not a zombie) and its environment says it runs trial `trial_id`,
+// i.e. the pid was not reused by something else.
+bool IsTrialProcess(pid_t pid, int64_t trial_id);
+// The command line of a live process, or empty.
+std::vector<std::string> ProcessArgv(pid_t pid);
+
+// A trial's process as a backend tracks it: its own child, or one it re-adopted after a restart
+// (then it cannot wait for it, and hpo-shim's record in `dir` tells the outcome).
+struct TrialProcess {
+  pid_t pid = 0;
+  int64_t trial_id = 0;
+  bool adopted = false;
+  std::string dir;
+  enum class State { kRunning, kEnded, kVanished };
+  // kEnded: `*outcome` says how; kVanished: it is gone and nothing says how it ended.
+  State Check(ExitRecord* outcome) const;
+};
+
 class ChildWatcher {
  public:
   ChildWatcher();
@@ -48,7 +82,8 @@ class ChildWatcher {
   ChildWatcher& operator=(const ChildWatcher&) = delete;
 
   void SetWakeup(std::function<void()> wake);
-  // Calls the wake-up function once `pid` (a child of this process) has ended. Without pidfd
+  // Calls the wake-up function once `pid` (a child of this process, or any process it may
+  // see) has ended. Without pidfd
   // support this does nothing, and the child is noticed at the next tick.
   void Watch(pid_t pid);
 

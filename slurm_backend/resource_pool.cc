@@ -54,6 +54,18 @@ std::optional<Grant> ResourcePool::Acquire(const Resources& r) {
   return g;
 }
 
+Grant ResourcePool::AcquireExact(const std::vector<int>& gpus, int cpus) {
+  Grant g;
+  for (int i : gpus) {
+    if (i < 0 || i >= total_gpus() || !gpu_free_[static_cast<size_t>(i)]) continue;
+    gpu_free_[static_cast<size_t>(i)] = false;
+    g.gpus.push_back(i);
+  }
+  g.cpus = cpus;
+  free_cpus_ -= cpus;
+  return g;
+}
+
 void ResourcePool::Release(const Grant& g) {
   for (int i : g.gpus) gpu_free_[static_cast<size_t>(i)] = true;
   free_cpus_ += g.cpus;

@@ -21,6 +21,9 @@ class ResourcePool {
   ResourcePool(int gpus, int cpus);
   // A grant when `r` fits now (single-node view: gpus, cpus * tasks_per_node), else nullopt.
   std::optional<Grant> Acquire(const Resources& r);
+  // Exactly these GPUs (those out of range are dropped) and CPUs, even when that overcommits:
+  // a trial re-adopted after a restart keeps what it holds.
+  Grant AcquireExact(const std::vector<int>& gpus, int cpus);
   void Release(const Grant& g);
   bool Fits(const Resources& r) const;
   absl::Status CheckFits(const Resources& r) const;

@@ -6,12 +6,15 @@
 #include <csignal>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/shell_quote.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
@@ -64,11 +67,11 @@ SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Op
 SlurmBackend::~SlurmBackend() {
   for (auto& [trial_id, step] : steps_) {
     if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
-    ::kill(step.pid, SIGKILL);
+    if (!step.process.adopted || IsTrialProcess(step.process.pid, trial_id)) ::kill(-step.process.pid, SIGKILL);
   }
   for (auto& [trial_id, step] : steps_) {
     int status = 0;
-    ::waitpid(step.pid, &status, 0);
+    if (!step.process.adopted) ::waitpid(step.process.pid, &status, 0);
   }
   for (auto& [job_id, a] : allocs_) {
     if (!a.gone && !a.external) (void)api_->Cancel(job_id);
@@ -263,6 +266,9 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   spawn.workdir = spec.workdir;
   spawn.stdout_path = spec.trial_dir + "/stdout.log";
   spawn.stderr_path = spec.trial_dir + "/stderr.log";
+  spawn.shim = options_.shim;
+  spawn.env["HPO_TRIAL_ID"] = std::to_string(spec.trial_id);  // how a restart knows it again
+  spawn.shim_dir = spec.trial_dir;
   absl::StatusOr<Spawned> spawned = Spawn(spawn);
   if (!spawned.ok()) return spawned.status();
   if (spawned->exec_errno != 0) {
@@ -271,7 +277,10 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   Step step;
   step.trial_id = spec.trial_id;
   step.job_id = a->job_id;
-  step.pid = spawned->pid;
+  step.process.pid = spawned->pid;
+  step.process.trial_id = spec.trial_id;
+  step.process.dir = spec.trial_dir;
+  step.nodes = nodes;
   step.node_index = picked;
   step.gpus = spec.resources.gpus;
   step.cpus = spec.resources.cpus * spec.resources.tasks_per_node;
@@ -284,7 +293,7 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
     a->free_cpus[static_cast<size_t>(i)] -= step.cpus;
   }
   ++a->steps;
-  watcher_.Watch(step.pid);
+  watcher_.Watch(step.process.pid);
   BackendEvent e;
   e.kind = BackendEvent::Kind::kStarted;
   e.trial_id = spec.trial_id;
@@ -309,7 +318,7 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
     if (!step.step_id) IdentifySteps(true, events_);
     if (step.step_id) return api_->SignalStep(step.job_id, *step.step_id, step.stop_signal);
     // Not registered yet: srun itself passes the signal on (or gives up creating the step).
-    ::kill(step.pid, step.stop_signal);
+    ::kill(-step.process.pid, step.stop_signal);
     return absl::OkStatus();
   }
   auto it = jobs_.find(trial_id);
@@ -321,6 +330,106 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
   absl::Status s = api_->Signal(job.job_id, job.stop_signal);
   if (!s.ok()) return api_->Cancel(job.job_id);  // pending jobs cannot be signaled
   return s;
+}
+
+absl::StatusOr<std::vector<JobStatus>> SlurmBackend::MineForAdoption() {
+  absl::Time now = clock_.Now();
+  if (!adopt_mine_ || now - adopt_mine_at_ >= absl::Seconds(1)) {
+    absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
+    if (!mine.ok()) return mine.status();
+    adopt_mine_ = std::move(*mine);
+    adopt_mine_at_ = now;
+  }
+  return *adopt_mine_;
+}
+
+absl::Status SlurmBackend::Adopt(const LaunchSpec& spec, const std::string& backend_id,
+                                 const std::string& /*gpus*/) {
+  if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
+    return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
+  }
+  return spec.placement.mode == "jobs" ? AdoptJob(spec, backend_id) : AdoptStep(spec, backend_id);
+}
+
+absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& backend_id) {
+  unsigned stored = 0;
+  if (std::sscanf(backend_id.c_str(), "slurm:job=%u", &stored) != 1) stored = 0;
+  ASSIGN_OR_RETURN(std::vector<JobStatus> mine, MineForAdoption());
+  std::string name = absl::StrCat("hpo-", spec.sweep_id, "-", spec.trial_id);
+  const JobStatus* found = nullptr;
+  for (const JobStatus& j : mine) {
+    if ((stored != 0 && j.job_id == stored) || (stored == 0 && j.name == name)) found = &j;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("Slurm no longer knows trial ", spec.trial_id, "'s job",
+                                            stored != 0 ? absl::StrCat(" ", stored) : std::string()));
+  }
+  Job job;
+  job.job_id = found->job_id;
+  job.stop_signal = spec.stop_signal;
+  jobs_[spec.trial_id] = job;  // the next Poll reports it started (once it is) and how it ends
+  spdlog::info("trial {}: re-adopted Slurm job {}", spec.trial_id, job.job_id);
+  return absl::OkStatus();
+}
+
+absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& backend_id) {
+  Step step;
+  step.trial_id = spec.trial_id;
+  step.process.trial_id = spec.trial_id;
+  step.process.dir = spec.trial_dir;
+  step.process.adopted = true;
+  step.process.pid = ReadShimPid(spec.trial_dir);
+  step.gpus = spec.resources.gpus;
+  step.cpus = spec.resources.cpus * spec.resources.tasks_per_node;
+  step.stop_signal = spec.stop_signal;
+  step.stderr_path = spec.trial_dir + "/stderr.log";
+  step.launched = clock_.Now();
+  unsigned job = 0, step_id = 0;
+  if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2) step.step_id = step_id;
+  step.job_id = job;
+  // The srun the shim runs says where the step is: --jobid and --nodelist.
+  if (step.process.pid > 0 && IsTrialProcess(step.process.pid, spec.trial_id)) {
+    for (const std::string& arg : ProcessArgv(step.process.pid)) {
+      if (absl::StartsWith(arg, "--jobid=")) (void)absl::SimpleAtoi(arg.substr(8), &step.job_id);
+      if (absl::StartsWith(arg, "--nodelist=")) step.nodelist = arg.substr(11);
+    }
+  }
+  ExitRecord outcome;
+  TrialProcess::State state = step.process.pid > 0 ? step.process.Check(&outcome)
+                                                   : TrialProcess::State::kVanished;
+  if (state == TrialProcess::State::kVanished) {
+    return absl::NotFoundError(absl::StrCat("trial ", spec.trial_id,
+                                            "'s srun no longer runs, and it left no exit status"));
+  }
+  BackendEvent started;
+  started.kind = BackendEvent::Kind::kStarted;
+  started.trial_id = spec.trial_id;
+  started.time = step.launched;
+  started.backend_id = StepBackendId(step);
+  events_.push_back(std::move(started));
+  if (state == TrialProcess::State::kEnded) {
+    spdlog::info("trial {}: its step ended while hpod was away; its outcome is known", spec.trial_id);
+    events_.push_back(StepEnded(step, &outcome));
+    return absl::OkStatus();
+  }
+  step.nodes = api_->ExpandHostlist(step.nodelist);
+  // Take its allocation back instead of canceling it as a leftover; its room is counted once
+  // the allocation's nodes are known (PollAllocations).
+  auto [it, added] = allocs_.try_emplace(step.job_id);
+  Allocation& a = it->second;
+  if (added) {
+    a.job_id = step.job_id;
+    a.sweep_id = spec.sweep_id;
+    a.placement = spec.placement;
+    a.external = spec.placement.allocation.job == step.job_id;
+    a.since = clock_.Now();
+    spdlog::info("sweep {}: re-adopted Slurm allocation {}", spec.sweep_id, step.job_id);
+  }
+  ++a.steps;
+  watcher_.Watch(step.process.pid);
+  spdlog::info("trial {}: re-adopted step {} (srun pid {})", spec.trial_id, StepBackendId(step), step.process.pid);
+  steps_[spec.trial_id] = std::move(step);
+  return absl::OkStatus();
 }
 
 void SlurmBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
@@ -404,7 +513,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
     if (step.kill_at && now >= *step.kill_at) {
       spdlog::info("trial {}: step did not end within its grace period; canceling it", trial_id);
       if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
-      else ::kill(step.pid, SIGKILL);
+      else ::kill(-step.process.pid, SIGKILL);
       step.kill_at.reset();
     }
   }
@@ -433,6 +542,17 @@ void SlurmBackend::PollAllocations(const std::map<uint32_t, const JobStatus*>& b
         a.free_gpus.assign(a.nodes.size(), a.placement.allocation.gpus_per_node);
         a.free_cpus.assign(a.nodes.size(), a.placement.allocation.cpus_per_node);
         a.since = clock_.Now();
+        for (auto& [trial_id, step] : steps_) {  // re-adopted steps already hold some of it
+          if (step.job_id != job_id || !step.node_index.empty()) continue;
+          for (const std::string& node : step.nodes) {
+            auto at = std::find(a.nodes.begin(), a.nodes.end(), node);
+            if (at == a.nodes.end()) continue;
+            int i = static_cast<int>(at - a.nodes.begin());
+            step.node_index.push_back(i);
+            a.free_gpus[static_cast<size_t>(i)] -= step.gpus;
+            a.free_cpus[static_cast<size_t>(i)] -= step.cpus;
+          }
+        }
         spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
       }
       continue;
@@ -450,64 +570,69 @@ void SlurmBackend::PollAllocations(const std::map<uint32_t, const JobStatus*>& b
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
-  absl::Time now = clock_.Now();
   for (auto it = steps_.begin(); it != steps_.end();) {
-    Step& step = it->second;
-    int status = 0;
-    pid_t r = ::waitpid(step.pid, &status, WNOHANG);
-    if (r == 0) {
+    ExitRecord outcome;
+    TrialProcess::State state = it->second.process.Check(&outcome);
+    if (state == TrialProcess::State::kRunning) {
       ++it;
       continue;
     }
-    BackendEvent e;
-    e.trial_id = step.trial_id;
-    e.time = now;
-    e.stop_requested = step.stop_requested;
-    e.kind = BackendEvent::Kind::kExited;
-    auto alloc = allocs_.find(step.job_id);
-    if (r < 0) {
-      e.kind = BackendEvent::Kind::kLost;
-      e.message = "the trial's srun process disappeared";
-    } else if (WIFSIGNALED(status)) {
-      e.exit_code = -1;
-      e.term_signal = WTERMSIG(status);
-    } else {
-      e.exit_code = WEXITSTATUS(status);
-    }
-    if (e.kind == BackendEvent::Kind::kExited && e.exit_code != 0 && !step.stop_requested) {
-      // Did the trial fail, or was it taken away? srun's own words say which.
-      std::string tail = Tail(step.stderr_path, 8192);
-      std::string id = absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
-      if (alloc != allocs_.end() && alloc->second.gone) {
-        e.kind = BackendEvent::Kind::kLost;
-        e.message = alloc->second.why_gone;
-      } else if (absl::StrContains(tail, absl::StrCat("*** STEP ", step.job_id, ".")) &&
-                 absl::StrContains(tail, "CANCELLED")) {
-        e.kind = BackendEvent::Kind::kLost;
-        e.message = absl::StrCat("step ", id, " was canceled outside hpod");
-      } else if (absl::StrContains(tail, absl::StrCat("*** JOB ", step.job_id, " ")) ||
-                 absl::StrContains(tail, "Unable to create step") ||
-                 absl::StrContains(tail, "Job step aborted")) {
-        e.kind = BackendEvent::Kind::kLost;
-        e.message = absl::StrCat("Slurm ended step ", id, " or could not start it (see stderr.log)");
-      }
-    }
-    if (alloc != allocs_.end()) {
-      Allocation& a = alloc->second;
-      if (a.running) {
-        for (int i : step.node_index) {
-          a.free_gpus[static_cast<size_t>(i)] += step.gpus;
-          a.free_cpus[static_cast<size_t>(i)] += step.cpus;
-        }
-      }
-      if (--a.steps == 0) a.since = now;
-      if (a.steps == 0 && (a.gone || ended_sweeps_.count(a.sweep_id))) {
-        ReleaseAllocation(alloc, "the sweep ended");
-      }
-    }
-    out.push_back(std::move(e));
+    out.push_back(StepEnded(it->second, state == TrialProcess::State::kEnded ? &outcome : nullptr));
     it = steps_.erase(it);
   }
+}
+
+BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
+  absl::Time now = clock_.Now();
+  BackendEvent e;
+  e.trial_id = step.trial_id;
+  e.time = now;
+  e.stop_requested = step.stop_requested;
+  e.kind = BackendEvent::Kind::kExited;
+  auto alloc = allocs_.find(step.job_id);
+  if (outcome == nullptr) {
+    e.kind = BackendEvent::Kind::kLost;
+    e.message = "the trial's srun process disappeared";
+  } else {
+    e.exit_code = outcome->exit_code;
+    e.term_signal = outcome->term_signal;
+    if (outcome->exec_errno != 0) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.message = absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(outcome->exec_errno));
+    }
+  }
+  if (e.kind == BackendEvent::Kind::kExited && e.exit_code != 0 && !step.stop_requested) {
+    // Did the trial fail, or was it taken away? srun's own words say which.
+    std::string tail = Tail(step.stderr_path, 8192);
+    std::string id = absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
+    if (alloc != allocs_.end() && alloc->second.gone) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.message = alloc->second.why_gone;
+    } else if (absl::StrContains(tail, absl::StrCat("*** STEP ", step.job_id, ".")) &&
+               absl::StrContains(tail, "CANCELLED")) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.message = absl::StrCat("step ", id, " was canceled outside hpod");
+    } else if (absl::StrContains(tail, absl::StrCat("*** JOB ", step.job_id, " ")) ||
+               absl::StrContains(tail, "Unable to create step") ||
+               absl::StrContains(tail, "Job step aborted")) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.message = absl::StrCat("Slurm ended step ", id, " or could not start it (see stderr.log)");
+    }
+  }
+  if (alloc != allocs_.end()) {
+    Allocation& a = alloc->second;
+    if (a.running) {
+      for (int i : step.node_index) {
+        a.free_gpus[static_cast<size_t>(i)] += step.gpus;
+        a.free_cpus[static_cast<size_t>(i)] += step.cpus;
+      }
+    }
+    if (--a.steps == 0) a.since = now;
+    if (a.steps == 0 && (a.gone || ended_sweeps_.count(a.sweep_id))) {
+      ReleaseAllocation(alloc, "the sweep ended");
+    }
+  }
+  return e;
 }
 
 void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {

@@ -10,7 +10,8 @@
 // allocation at a time up to the sweep's `allocation.max`; an allocation that holds no step
 // goes after `allocation.idle_timeout`, and all of a sweep's go when it ends (SweepEnded).
 // A step's outcome is its srun's exit status (Slurm keeps no record of finished steps without
-// accounting). A step canceled from outside, or whose allocation ended under it, is LOST.
+// accounting), which hpo-shim writes down next to the trial. A step canceled from outside, or
+// whose allocation ended under it, is LOST.
 //
 // Mode "jobs": one batch job per trial, with the trial's nodes, tasks, CPUs and GPUs
 // (`gres:gpu:N` per node). Exit codes come from the job record (slurmctld keeps it for
@@ -20,6 +21,11 @@
 // Both: status comes from one query of the user's jobs per Poll (plus, while a new step's id is
 // not known yet, one query of the steps), never one call per trial. Stop sends the trial's stop
 // signal (to the step, or to every step of the job) and cancels after the grace period.
+//
+// Restart (Adopt): a step is found again through the srun that hpo-shim recorded in the trial
+// directory (its command line names the allocation and nodes), its allocation is taken back
+// instead of canceled, and its outcome comes from the shim; a trial's job (jobs mode) is found by
+// its stored id or its name (hpo-<sweep>-<trial>) in the user's jobs.
 //
 // Thread safety: controller thread only (see Backend), except SetWakeup.
 
@@ -44,6 +50,10 @@ class SlurmBackend final : public Backend {
     // cancels the ones it left and never another daemon's.
     std::string instance = "0";
     std::string srun = "srun";
+    // hpo-shim, which runs each step's srun and records how it ended, so that a restarted
+    // daemon re-adopts running steps and learns the outcome of those that ended meanwhile.
+    // Empty: srun runs bare, and a restarted daemon cannot re-adopt steps.
+    std::string shim;
     // How often slurmctld is asked about jobs and allocations (sites rate-limit it); more often
     // for a few seconds after hpod submitted something, so that starts are seen quickly.
     absl::Duration query_interval = absl::Seconds(1);
@@ -61,6 +71,8 @@ class SlurmBackend final : public Backend {
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;
+  absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
+                     const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   int Running() const override { return static_cast<int>(jobs_.size() + steps_.size()); }
   std::string Describe() const override;
@@ -102,8 +114,9 @@ class SlurmBackend final : public Backend {
     int64_t trial_id = 0;
     uint32_t job_id = 0;
     std::optional<uint32_t> step_id;
-    pid_t pid = 0;
-    std::vector<int> node_index;  // into the allocation's nodes
+    TrialProcess process;         // the shim (or bare srun) running the step
+    std::vector<std::string> nodes;
+    std::vector<int> node_index;  // into the allocation's nodes; empty until it runs (re-adopted)
     int gpus = 0, cpus = 0;       // per node
     std::string nodelist;
     std::string stderr_path;
@@ -121,6 +134,12 @@ class SlurmBackend final : public Backend {
   void PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, std::vector<BackendEvent>& out);
   void PollAllocations(const std::map<uint32_t, const JobStatus*>& by_id);
   void ReapSteps(std::vector<BackendEvent>& out);
+  // The event for a step whose srun ended (`outcome`) or vanished (nullptr); gives its room back.
+  BackendEvent StepEnded(Step& step, const ExitRecord* outcome);
+  absl::Status AdoptJob(const LaunchSpec& spec, const std::string& backend_id);
+  absl::Status AdoptStep(const LaunchSpec& spec, const std::string& backend_id);
+  // The user's jobs, asked at most once a second while re-adopting.
+  absl::StatusOr<std::vector<JobStatus>> MineForAdoption();
   void IdentifySteps(bool force, std::vector<BackendEvent>& out);
   void ResizePools();
   void ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
@@ -139,6 +158,8 @@ class SlurmBackend final : public Backend {
   bool swept_leftovers_ = false;
   absl::Time last_query_ = absl::InfinitePast();
   absl::Time fast_until_ = absl::InfinitePast();  // query often until then
+  std::optional<std::vector<JobStatus>> adopt_mine_;
+  absl::Time adopt_mine_at_ = absl::InfinitePast();
   ChildWatcher watcher_;  // last: its thread stops first
 };
 

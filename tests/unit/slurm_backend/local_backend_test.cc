@@ -3,6 +3,7 @@
 #include "slurm_backend/local_backend.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 
 #include <condition_variable>
@@ -16,6 +17,9 @@
 
 namespace hpo::backend {
 namespace {
+
+// Trials run under the real hpo-shim, as hpod runs them.
+LocalBackend::Options Opts(int gpus, int cpus) { return {gpus, cpus, HPO_SHIM}; }
 
 class LocalBackendTest : public ::testing::Test {
  protected:
@@ -50,7 +54,7 @@ class LocalBackendTest : public ::testing::Test {
 };
 
 TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
-  LocalBackend b({0, 4}, clock_);
+  LocalBackend b(Opts(0, 4), clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo out $MARKER; echo err >&2; exit 0"})).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "exit 3"})).ok());
   auto exits = WaitExits(b, 2);
@@ -65,7 +69,7 @@ TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
 }
 
 TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
-  LocalBackend b({0, 1}, clock_);
+  LocalBackend b(Opts(0, 1), clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"/no/such/program"})).ok());
   auto exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
@@ -75,7 +79,7 @@ TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
 }
 
 TEST_F(LocalBackendTest, GpusAreNeverShared) {
-  LocalBackend b({4, 8}, clock_);
+  LocalBackend b(Opts(4, 8), clock_);
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 2)).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 1)).ok());
   EXPECT_TRUE(b.CanLaunch(1, {1, 1, 1, 1}, {}));
@@ -91,7 +95,7 @@ TEST_F(LocalBackendTest, GpusAreNeverShared) {
 }
 
 TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
-  LocalBackend b({0, 4}, clock_);
+  LocalBackend b(Opts(0, 4), clock_);
   // Trial 1 exits on SIGTERM; trial 2 ignores it (and leaves a grandchild) and needs SIGKILL.
   ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "sleep 30 & wait"})).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "trap '' TERM; sleep 30 & while true; do sleep 0.1; done"})).ok());
@@ -115,7 +119,7 @@ TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
 }
 
 TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
-  LocalBackend b({0, 4}, clock_);
+  LocalBackend b(Opts(0, 4), clock_);
   LaunchSpec spec = Spec(1, {"sh", "-c", "trap 'echo got-usr1; exit 7' USR1; while true; do sleep 0.05; done"});
   spec.stop_signal = SIGUSR1;
   ASSERT_TRUE(b.Launch(spec).ok());
@@ -131,7 +135,7 @@ TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
 }
 
 TEST_F(LocalBackendTest, WakesTheControllerWhenATrialEnds) {
-  LocalBackend b({0, 4}, clock_);
+  LocalBackend b(Opts(0, 4), clock_);
   std::mutex mu;
   std::condition_variable cv;
   int wakes = 0;
@@ -149,6 +153,61 @@ TEST_F(LocalBackendTest, WakesTheControllerWhenATrialEnds) {
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 0);
   b.SetWakeup(nullptr);
+}
+
+// A daemon that dies without a word (its process just ends, as under kill -9) leaves its trials
+// running; a new backend re-adopts them: their GPUs stay theirs, a trial that ends meanwhile
+// keeps its true exit code, one that is still running can be stopped, and a trial that never
+// started is not found.
+TEST_F(LocalBackendTest, ReadoptsTrialsOfADaemonThatDied) {
+  LaunchSpec quick = Spec(1, {"sh", "-c", "sleep 0.3; exit 5"}, 1);
+  LaunchSpec slow = Spec(2, {"sh", "-c", "trap 'exit 9' TERM; while true; do sleep 0.05; done"}, 1);
+  LaunchSpec never = Spec(3, {"true"});
+  pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    auto* b = new LocalBackend(Opts(2, 4), clock_);  // never destroyed: it "crashes"
+    bool ok = b->Launch(quick).ok() && b->Launch(slow).ok();
+    ::_exit(ok ? 0 : 1);
+  }
+  struct KillLeftovers {  // whatever a failed expectation leaves running
+    std::vector<std::string> dirs;
+    ~KillLeftovers() {
+      for (const auto& d : dirs) {
+        if (pid_t pid = ReadShimPid(d); pid > 0) ::kill(-pid, SIGKILL);
+      }
+    }
+  } leftovers{{quick.trial_dir, slow.trial_dir}};
+  int status = 0;
+  ASSERT_EQ(::waitpid(daemon, &status, 0), daemon);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ::usleep(100'000);
+  LocalBackend b(Opts(2, 4), clock_);
+  ASSERT_TRUE(b.Adopt(quick, "", "0").ok());
+  ASSERT_TRUE(b.Adopt(slow, "", "1").ok());
+  EXPECT_TRUE(absl::IsNotFound(b.Adopt(never, "", "")));
+  EXPECT_FALSE(b.CanLaunch(1, {1, 0, 1, 1}, {}));  // both GPUs are still held
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].trial_id, 1);
+  EXPECT_EQ(exits[0].kind, BackendEvent::Kind::kExited);
+  EXPECT_EQ(exits[0].exit_code, 5);
+  EXPECT_TRUE(b.CanLaunch(1, {1, 0, 1, 1}, {}));
+  ASSERT_TRUE(b.Stop(2, absl::Seconds(5)).ok());
+  exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].trial_id, 2);
+  EXPECT_EQ(exits[0].exit_code, 9);
+  EXPECT_TRUE(exits[0].stop_requested);
+  EXPECT_EQ(b.Running(), 0);
+  // A trial that ended entirely while no daemon ran is adopted with its outcome at once.
+  LaunchSpec ended = Spec(4, {"true"});
+  ASSERT_TRUE(WriteFileAtomic(ended.trial_dir + "/hpo.exit", "exit 3\n", 0644).ok());
+  ASSERT_TRUE(WriteFileAtomic(ended.trial_dir + "/hpo.pid", "999999\n", 0644).ok());
+  ASSERT_TRUE(b.Adopt(ended, "", "").ok());
+  exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 3);
 }
 
 }  // namespace
