@@ -11,9 +11,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -31,8 +33,29 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-Client::Client(const std::string& target, std::string token)
-    : channel_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+namespace {
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem) {
+  if (tls_ca_pem.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = tls_ca_pem;
+  return grpc::SslCredentials(tls);
+}
+
+absl::StatusOr<std::string> TlsCaFromEnvironment() {
+  const char* path = std::getenv("HPO_TLS_CA");
+  if (path == nullptr || *path == '\0') return std::string();
+  absl::StatusOr<std::string> pem = ReadFile(path);
+  if (!pem.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("HPO_TLS_CA: cannot read ", path, ": ", pem.status().message()));
+  }
+  return pem;
+}
+
+}  // namespace
+
+Client::Client(const std::string& target, std::string token, const std::string& tls_ca_pem)
+    : channel_(grpc::CreateChannel(target, ChannelCredentials(tls_ca_pem))),
       stub_(v1::HpoService::NewStub(channel_)),
       token_(std::move(token)) {}
 
@@ -46,6 +69,29 @@ std::unique_ptr<grpc::ClientContext> Client::Context(absl::Duration timeout) {
 bool Client::Healthy(absl::Duration timeout) {
   if (!channel_->WaitForConnected(Deadline(timeout))) return false;
   return true;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) {
+  const char* server = std::getenv("HPO_SERVER");
+  if (server == nullptr || *server == '\0') return Local(autostart);
+  std::string token;
+  if (const char* t = std::getenv("HPO_TOKEN"); t != nullptr && *t != '\0') {
+    token = t;
+  } else if (const char* f = std::getenv("HPO_TOKEN_FILE"); f != nullptr && *f != '\0') {
+    absl::StatusOr<std::string> text = ReadFile(f);
+    if (!text.ok()) return absl::FailedPreconditionError(absl::StrCat("HPO_TOKEN_FILE: cannot read ", f));
+    token = std::string(absl::StripAsciiWhitespace(*text));
+  } else {
+    return absl::FailedPreconditionError(
+        absl::StrCat("HPO_SERVER is ", server, ": set HPO_TOKEN or HPO_TOKEN_FILE to your token"));
+  }
+  ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
+  auto c = std::make_unique<Client>(server, token, ca);
+  if (!c->Healthy(absl::Seconds(5))) {
+    return absl::UnavailableError(absl::StrCat("no hpod answers at ", server,
+                                               ca.empty() ? "" : " over TLS (check HPO_TLS_CA and the server's name)"));
+  }
+  return c;
 }
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
@@ -142,16 +188,16 @@ absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint) {
+std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint, const std::string& tls_ca_pem) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
-  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
 }
 }  // namespace
 
 TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
-                             bool stream)
-    : channel_(ReportChannel(endpoint)),
+                             bool stream, const std::string& tls_ca_pem)
+    : channel_(ReportChannel(endpoint, tls_ca_pem)),
       stub_(v1::ReportService::NewStub(channel_)),
       trial_id_(trial_id),
       token_(std::move(token)),
@@ -203,7 +249,8 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bo
     return absl::FailedPreconditionError(
         "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
   }
-  return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream);
+  ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
+  return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream, ca);
 }
 
 absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,

@@ -19,8 +19,13 @@ namespace hpo::client {
 
 class Client {
  public:
-  // Connects to `target` (e.g. "unix:/home/me/.hpo/hpod.sock" or "127.0.0.1:7070").
-  Client(const std::string& target, std::string token);
+  // Connects to `target` (e.g. "unix:/home/me/.hpo/hpod.sock" or "127.0.0.1:7070"); with
+  // `tls_ca_pem`, over TLS trusting that CA (or self-signed certificate).
+  Client(const std::string& target, std::string token, const std::string& tls_ca_pem = "");
+
+  // The daemon the environment names: $HPO_SERVER (host:port) with the token in $HPO_TOKEN
+  // or the file $HPO_TOKEN_FILE and, for TLS, the CA in $HPO_TLS_CA; else Local(autostart).
+  static absl::StatusOr<std::unique_ptr<Client>> FromEnvironment(bool autostart);
 
   // The local daemon of $HPO_DATA_DIR (or ~/.hpo); with `autostart`, starts hpod when none
   // answers and waits until it does.
@@ -58,7 +63,9 @@ class TrialReporter {
   // With `stream`, reports travel on one long-lived ReportStream (for programs that report
   // often, like `hpo exec`); otherwise each is one Report call.
   static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment(bool stream = false);
-  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token, bool stream = false);
+  // (HPO_TLS_CA, when set, names the CA of a daemon that serves TLS.)
+  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token, bool stream = false,
+                const std::string& tls_ca_pem = "");
   ~TrialReporter();
 
   // Pushes one report (step < 0: the next step). Retries while the daemon is unavailable,

@@ -27,6 +27,7 @@
 #include "client/table.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/token.h"
 
 namespace {
 
@@ -42,7 +43,7 @@ int Fail(const absl::Status& s) {
 }
 
 std::unique_ptr<Client> Connect() {
-  auto c = Client::Local(/*autostart=*/true);
+  auto c = Client::FromEnvironment(/*autostart=*/true);
   if (!c.ok()) {
     Fail(c.status());
     std::exit(kExitError);
@@ -580,6 +581,51 @@ int main(int argc, char** argv) {
           "-o", plot_out.c_str(), static_cast<char*>(nullptr));
     std::fprintf(stderr, "hpo plot: cannot run /usr/bin/python3: %s\n", std::strerror(errno));
     rc = kExitError;
+  });
+
+  // user: tokens of other users of a shared daemon (files in the data dir; see server/auth.h)
+  auto* user = app.add_subcommand("user", "the owner of a shared daemon: give other users tokens");
+  user->require_subcommand(1);
+  std::string user_name;
+  auto valid_name = [](const std::string& n) -> std::string {
+    if (n.empty() || n.size() > 64 || n[0] == '.' || n.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != std::string::npos) {
+      return "a user name is 1-64 letters, digits, '.', '_' or '-', not starting with '.'";
+    }
+    return "";
+  };
+  auto* user_add = user->add_subcommand("add", "make a token for NAME (prints the token file to hand over)");
+  user_add->add_option("name", user_name, "user name")->required()->check(valid_name);
+  user_add->callback([&] {
+    hpo::DataDir dir = hpo::DataDir::FromEnvironment();
+    std::string path = dir.users_dir() + "/" + user_name + ".token";
+    if (absl::Status s = hpo::MakeDirs(dir.users_dir(), 0700); !s.ok()) { rc = Fail(s); return; }
+    if (::access(path.c_str(), F_OK) == 0) {
+      rc = Fail(absl::AlreadyExistsError(absl::StrCat("user ", user_name, " already has a token: ", path)));
+      return;
+    }
+    if (absl::Status s = hpo::WriteFileAtomic(path, hpo::NewToken() + "\n", 0600); !s.ok()) { rc = Fail(s); return; }
+    std::printf("%s\n", path.c_str());
+    std::fprintf(stderr, "hand this file to %s privately; they set HPO_SERVER=HOST:PORT and "
+                 "HPO_TOKEN_FILE=<their copy>, and see only their own sweeps\n", user_name.c_str());
+  });
+  auto* user_rm = user->add_subcommand("rm", "revoke NAME's token (within a second)");
+  user_rm->add_option("name", user_name, "user name")->required()->check(valid_name);
+  user_rm->callback([&] {
+    std::string path = hpo::DataDir::FromEnvironment().users_dir() + "/" + user_name + ".token";
+    if (::unlink(path.c_str()) != 0) {
+      rc = Fail(absl::NotFoundError(absl::StrCat("no token for user ", user_name, " (", path, ")")));
+    }
+  });
+  auto* user_ls = user->add_subcommand("ls", "list users with a token");
+  user_ls->callback([&] {
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(hpo::DataDir::FromEnvironment().users_dir(), ec)) {
+      if (e.path().extension() == ".token") names.push_back(e.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) std::printf("%s\n", n.c_str());
   });
 
   // report / exec (inside trials)

@@ -5,7 +5,8 @@
 //     hpod.db        the SQLite store (WAL)
 //     hpod.sock      the Unix socket for local clients
 //     endpoint       the TCP address trials and remote clients use ("127.0.0.1:PORT")
-//     token          the user's token, mode 0600
+//     token          the owner's token, mode 0600
+//     users/NAME.token  tokens of other users of a shared daemon, mode 0600
 //     hpod.pid       pid of the running daemon
 //     hpod.log       the daemon's log when started in the background
 //     sweeps/<sweep>/trials/<number>/   a trial's directory (stdout.log, stderr.log, ...)
@@ -28,6 +29,8 @@ class DataDir {
   std::string socket_path() const { return root_ + "/hpod.sock"; }
   std::string endpoint_path() const { return root_ + "/endpoint"; }
   std::string token_path() const { return root_ + "/token"; }
+  // Other users' tokens for a shared daemon: users/NAME.token (server/auth.h).
+  std::string users_dir() const { return root_ + "/users"; }
   std::string pid_path() const { return root_ + "/hpod.pid"; }
   std::string log_path() const { return root_ + "/hpod.log"; }
   // Sweep and trial directories: <root>/sweeps unless set_sweeps_root moved them (hpod

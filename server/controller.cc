@@ -536,6 +536,7 @@ backend::LaunchSpec Controller::MakeLaunchSpec(const SweepRt& sweep, const Trial
   launch.stop_signal = spec.stop_signal;
   launch.env = spec.env;
   launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
+  if (!options_.tls_ca.empty()) launch.env["HPO_TLS_CA"] = options_.tls_ca;
   launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
   launch.env["HPO_TRIAL_ID"] = std::to_string(rec.id);
   launch.env["HPO_TRIAL_NUMBER"] = std::to_string(rec.number);

@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/data_dir.h"
 #include "hpo/v1/hpo.pb.h"
+#include "server/auth.h"
 #include "server/store.h"
 #include "server/sweep_spec.h"
 #include "slurm_backend/backend.h"
@@ -50,6 +51,7 @@ class Controller {
   struct Options {
     DataDir data_dir{""};
     std::string report_endpoint;  // HPO_ENDPOINT given to trials
+    std::string tls_ca;           // HPO_TLS_CA given to trials when the endpoint serves TLS
     std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
     absl::Duration tick = absl::Milliseconds(50);
     absl::Duration progress_interval = absl::Milliseconds(500);
@@ -80,9 +82,14 @@ class Controller {
 
   // --- controller thread only ---
   v1::ValidateSweepResponse Validate(const v1::ValidateSweepRequest& req) const;
-  absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
+  absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req, const std::string& owner = "");
   absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
-  std::vector<v1::Sweep> ListSweeps(bool active_only) const;
+  // Every sweep, or with `caller` set only those the caller may see.
+  std::vector<v1::Sweep> ListSweeps(bool active_only, const Caller* caller = nullptr) const;
+  // OK when `caller` may see and act on the sweep (or the trial's sweep); NOT_FOUND when there
+  // is none, PERMISSION_DENIED when it is another user's.
+  absl::Status CheckSweepAccess(int64_t sweep_id, const Caller& caller) const;
+  absl::Status CheckTrialAccess(int64_t trial_id, const Caller& caller) const;
   absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
   absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
   absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);

@@ -53,7 +53,7 @@ v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& r
   return resp;
 }
 
-absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req) {
+absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req, const std::string& owner) {
   v1::ValidateSweepRequest vreq;
   vreq.set_spec_yaml(req.spec_yaml());
   vreq.set_source(req.source());
@@ -70,6 +70,7 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req) 
   rec.base_dir = AbsolutePath(req.base_dir().empty() ? "." : req.base_dir());
   rec.state = v1::SWEEP_STATE_RUNNING;
   rec.created_at = clock_.Now();
+  rec.owner = owner;
   ASSIGN_OR_RETURN(std::unique_ptr<SweepRt> sweep, BuildSweep(rec));
   sweep->rec.name = !req.name().empty() ? req.name() : sweep->spec.name;
   ASSIGN_OR_RETURN(sweep->rec.id, store_.InsertSweep(sweep->rec));
@@ -91,13 +92,26 @@ absl::StatusOr<v1::Sweep> Controller::GetSweep(int64_t sweep_id) const {
   return SweepProto(*sweep, true);
 }
 
-std::vector<v1::Sweep> Controller::ListSweeps(bool active_only) const {
+std::vector<v1::Sweep> Controller::ListSweeps(bool active_only, const Caller* caller) const {
   std::vector<v1::Sweep> out;
   for (const auto& [id, sweep] : sweeps_) {
     if (active_only && sweep->Final()) continue;
+    if (caller != nullptr && !CheckOwner(*caller, sweep->rec.owner, id).ok()) continue;
     out.push_back(SweepProto(*sweep, false));
   }
   return out;
+}
+
+absl::Status Controller::CheckSweepAccess(int64_t sweep_id, const Caller& caller) const {
+  SweepRt* sweep = FindSweep(sweep_id);
+  if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no sweep ", sweep_id));
+  return CheckOwner(caller, sweep->rec.owner, sweep_id);
+}
+
+absl::Status Controller::CheckTrialAccess(int64_t trial_id, const Caller& caller) const {
+  auto [sweep, trial] = FindTrial(trial_id);
+  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  return CheckOwner(caller, sweep->rec.owner, sweep->rec.id);
 }
 
 absl::StatusOr<v1::Sweep> Controller::Cancel(int64_t sweep_id) {
@@ -380,6 +394,7 @@ v1::Sweep Controller::SweepProto(const SweepRt& sweep, bool with_spec) const {
   out.set_source(rec.source);
   out.set_algorithm(sweep.spec.algorithm.name);
   out.set_backend(backend_.Name());
+  out.set_owner(sweep.rec.owner);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "common/status_macros.h"
 #include "common/token.h"
 #include "server/convert.h"
 
@@ -191,20 +192,21 @@ std::string BearerToken(const grpc::ServerContextBase& ctx) {
   return std::string(v.substr(kBearer.size()));
 }
 
-bool HpoServiceImpl::Authorized(grpc::CallbackServerContext* ctx,
-                                grpc::ServerUnaryReactor* reactor) const {
-  if (TokensEqual(BearerToken(*ctx), user_token_)) return true;
+std::optional<Caller> HpoServiceImpl::Authorized(grpc::CallbackServerContext* ctx,
+                                                 grpc::ServerUnaryReactor* reactor) const {
+  if (std::optional<Caller> caller = tokens_->Find(BearerToken(*ctx))) return caller;
   reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                "missing or wrong token (the user token is in $HPO_DATA_DIR/token)"));
-  return false;
+  return std::nullopt;
 }
 
 template <typename Fn>
 grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx, reactor)) return reactor;
-  controller_.Post([reactor, fn = std::move(fn)]() -> Controller::Done {
-    absl::Status s = fn();
+  std::optional<Caller> caller = Authorized(ctx, reactor);
+  if (!caller) return reactor;
+  controller_.Post([reactor, caller = std::move(*caller), fn = std::move(fn)]() -> Controller::Done {
+    absl::Status s = fn(caller);
     return [reactor, s](const absl::Status& commit) {
       reactor->Finish(ToGrpc(s.ok() ? commit : s));
     };
@@ -215,7 +217,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, 
 grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
                                                         const v1::ValidateSweepRequest* req,
                                                         v1::ValidateSweepResponse* resp) {
-  return Run(ctx, [this, req, resp] {
+  return Run(ctx, [this, req, resp](const Caller&) {
     *resp = controller_.Validate(*req);
     return absl::OkStatus();
   });
@@ -224,8 +226,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::SubmitSweepRequest* req,
                                                       v1::SubmitSweepResponse* resp) {
-  return Run(ctx, [this, req, resp] {
-    auto sweep = controller_.Submit(*req);
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    auto sweep = controller_.Submit(*req, caller.user);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
     return absl::OkStatus();
@@ -235,7 +237,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,
                                                    const v1::GetSweepRequest* req,
                                                    v1::GetSweepResponse* resp) {
-  return Run(ctx, [this, req, resp] {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
     auto sweep = controller_.GetSweep(req->sweep_id());
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
@@ -246,8 +249,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext* ctx,
                                                      const v1::ListSweepsRequest* req,
                                                      v1::ListSweepsResponse* resp) {
-  return Run(ctx, [this, req, resp] {
-    for (auto& s : controller_.ListSweeps(req->active_only())) *resp->add_sweeps() = std::move(s);
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    for (auto& s : controller_.ListSweeps(req->active_only(), &caller)) *resp->add_sweeps() = std::move(s);
     return absl::OkStatus();
   });
 }
@@ -256,7 +259,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext
   grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(grpc::CallbackServerContext* ctx,            \
                                                 const v1::Rpc##Request* req,                 \
                                                 v1::Rpc##Response* resp) {                   \
-    return Run(ctx, [this, req, resp] {                                                      \
+    return Run(ctx, [this, req, resp](const Caller& caller) {                                \
+      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));                \
       auto sweep = controller_.Method(req->sweep_id());                                      \
       if (!sweep.ok()) return sweep.status();                                                \
       *resp->mutable_sweep() = std::move(*sweep);                                            \
@@ -271,7 +275,8 @@ HPO_SWEEP_VERB(ResumeSweep, Resume)
 grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
                                                      const v1::ListTrialsRequest* req,
                                                      v1::ListTrialsResponse* resp) {
-  return Run(ctx, [this, req, resp] {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
     auto trials = controller_.ListTrials(*req);
     if (!trials.ok()) return trials.status();
     for (auto& t : *trials) *resp->add_trials() = std::move(t);
@@ -282,7 +287,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* ctx,
                                                    const v1::GetTrialRequest* req,
                                                    v1::GetTrialResponse* resp) {
-  return Run(ctx, [this, req, resp] {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
     auto trial = controller_.GetTrial(*req);
     if (!trial.ok()) return trial.status();
     *resp = std::move(*trial);
@@ -293,7 +299,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerContext* ctx,
                                                        const v1::TailTrialLogRequest* req,
                                                        v1::TailTrialLogResponse* resp) {
-  return Run(ctx, [this, req, resp] {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
     auto dir = controller_.TrialDir(req->trial_id());
     if (!dir.ok()) return dir.status();
     int64_t max = req->max_bytes() <= 0 ? 64 * 1024 : std::min<int64_t>(req->max_bytes(), 4 << 20);
@@ -312,14 +319,16 @@ grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerConte
 grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackServerContext* ctx,
                                                                 const v1::WatchSweepRequest* req) {
   auto* reactor = new WatchReactor();
-  if (!TokensEqual(BearerToken(*ctx), user_token_)) {
+  std::optional<Caller> caller = tokens_->Find(BearerToken(*ctx));
+  if (!caller) {
     reactor->End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong token"));
     return reactor;
   }
   int64_t sweep_id = req->sweep_id(), since = req->since_seq();
   std::shared_ptr<WatchSink> sink = reactor->sink();
-  controller_.Post([this, sweep_id, since, sink]() -> Controller::Done {
-    absl::Status s = controller_.Watch(sweep_id, since, sink);
+  controller_.Post([this, sweep_id, since, sink, caller = std::move(*caller)]() -> Controller::Done {
+    absl::Status s = controller_.CheckSweepAccess(sweep_id, caller);
+    if (s.ok()) s = controller_.Watch(sweep_id, since, sink);
     if (!s.ok()) sink->Close(s);
     return nullptr;
   });

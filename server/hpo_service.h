@@ -3,8 +3,11 @@
 // what they can without state, then post the work to the controller and finish their reactor
 // when the controller's batch has committed. They never block on SQLite or the backend.
 //
-// Auth: HpoService calls need the user's token; ReportService calls the trial's own token,
-// both as "authorization: Bearer <token>" metadata.
+// Auth: HpoService calls need a user's token (server/auth.h: the owner's, or one of
+// DATA_DIR/users/NAME.token), and act only on that user's sweeps; ReportService calls need the
+// trial's own token; both as "authorization: Bearer <token>" metadata.
+
+#include <memory>
 
 #include <string>
 
@@ -16,8 +19,10 @@ namespace hpo::server {
 
 class HpoServiceImpl final : public v1::HpoService::CallbackService {
  public:
-  HpoServiceImpl(Controller& controller, std::string user_token)
-      : controller_(controller), user_token_(std::move(user_token)) {}
+  // `owner_token` is the daemon owner's; `users_dir` holds other users' tokens ("" for none).
+  HpoServiceImpl(Controller& controller, std::string owner_token, std::string users_dir = "")
+      : controller_(controller),
+        tokens_(std::make_unique<TokenTable>(ProcessUserName(), std::move(owner_token), std::move(users_dir))) {}
 
   grpc::ServerUnaryReactor* ValidateSweep(grpc::CallbackServerContext* ctx,
                                           const v1::ValidateSweepRequest* req,
@@ -53,14 +58,14 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
                                                   const v1::WatchSweepRequest* req) override;
 
  private:
-  // Finishes `reactor` with UNAUTHENTICATED and returns false when the user token is wrong.
-  bool Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor) const;
-  // Posts `fn` (returning absl::Status, filling the response) and finishes after commit.
+  // The caller, or nullopt after finishing `reactor` with UNAUTHENTICATED.
+  std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor) const;
+  // Posts `fn(caller)` (returning absl::Status, filling the response) and finishes after commit.
   template <typename Fn>
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn);
 
   Controller& controller_;
-  std::string user_token_;
+  std::unique_ptr<TokenTable> tokens_;
 };
 
 class ReportServiceImpl final : public v1::ReportService::CallbackService {

@@ -25,6 +25,7 @@
 #include "server/controller.h"
 #include "server/hpo_service.h"
 #include "server/sqlite_store.h"
+#include "server/unix_listener.h"
 #include "slurm_backend/local_backend.h"
 #include "slurm_backend/slurm_backend.h"
 #include "spdlog/sinks/basic_file_sink.h"
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend_name, "where trials run: local or slurm")
       ->check(CLI::IsMember({"local", "slurm"}))->capture_default_str();
   app.add_option("--slurm-conf", slurm_conf, "slurm.conf for the slurm backend (default $SLURM_CONF)");
+  std::string tls_cert, tls_key, tls_ca;
+  app.add_option("--tls-cert", tls_cert, "PEM certificate (chain): the TCP address serves TLS only")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", tls_ca,
+                 "PEM CA that trials (HPO_TLS_CA) and remote clients trust; default: --tls-cert itself")
+      ->check(CLI::ExistingFile);
   app.add_flag("--no-durable", no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
   CLI11_PARSE(app, argc, argv);
@@ -143,9 +151,19 @@ int main(int argc, char** argv) {
   options.hpo_bin_dir = SelfDir();
   options.tick = absl::Milliseconds(tick_ms);
   options.report_flush_interval = absl::Milliseconds(flush_ms);
+  if (tls_cert.empty() != tls_key.empty()) return Fail("--tls-cert and --tls-key go together");
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials = grpc::InsecureServerCredentials();
+  if (!tls_cert.empty()) {
+    absl::StatusOr<std::string> cert = hpo::ReadFile(tls_cert), key = hpo::ReadFile(tls_key);
+    if (!cert.ok() || !key.ok()) return Fail(absl::StrCat("cannot read ", tls_cert, " or ", tls_key));
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({*key, *cert});
+    tcp_credentials = grpc::SslServerCredentials(tls);
+    options.tls_ca = hpo::AbsolutePath(tls_ca.empty() ? tls_cert : tls_ca);
+  }
   hpo::server::Controller controller(options, **store, backend, hpo::SystemClock::Get());
 
-  hpo::server::HpoServiceImpl hpo_service(controller, *token);
+  hpo::server::HpoServiceImpl hpo_service(controller, *token, data_dir.users_dir());
   hpo::server::ReportServiceImpl report_service(controller);
   // Trials report to the TCP address in their HPO_ENDPOINT, also after this daemon restarts: a
   // port picked by the system (port 0) is remembered and asked for again at the next start.
@@ -159,14 +177,17 @@ int main(int argc, char** argv) {
     }
   }
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> unix_acceptor;
   int tcp_port = 0;
   auto build = [&](const std::string& address) {
     grpc::ServerBuilder builder;
     hpo::server::ConfigureServerBuilder(builder);
-    ::unlink(data_dir.socket_path().c_str());
-    builder.AddListeningPort(data_dir.socket_target(), grpc::InsecureServerCredentials());
+    // The Unix socket's connections come from our own listener, which checks peer credentials.
+    unix_acceptor = builder.experimental().AddExternalConnectionAcceptor(
+        grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+        grpc::InsecureServerCredentials());
     tcp_port = 0;
-    if (address != "none") builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &tcp_port);
+    if (address != "none") builder.AddListeningPort(address, tcp_credentials, &tcp_port);
     builder.RegisterService(&hpo_service);
     builder.RegisterService(&report_service);
     server = builder.BuildAndStart();
@@ -180,7 +201,9 @@ int main(int argc, char** argv) {
                  "until they are restarted", listen_now);
   }
   if (tcp_port != 0) (void)hpo::WriteFileAtomic(port_path, absl::StrCat(tcp_port, "\n"), 0600);
-  ::chmod(data_dir.socket_path().c_str(), 0600);
+  auto unix_listener = hpo::server::UnixListener::Bind(data_dir.socket_path());
+  if (!unix_listener.ok()) return Fail(unix_listener.status().ToString());
+  (*unix_listener)->Start(std::move(unix_acceptor), ::geteuid());
   std::string endpoint = data_dir.socket_target();
   if (tcp_port != 0) {
     std::string host = listen.substr(0, listen.rfind(':'));
@@ -197,9 +220,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  unix_listener->reset();  // no new local connections
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   controller.Shutdown();
-  ::unlink(data_dir.socket_path().c_str());
   ::unlink(data_dir.endpoint_path().c_str());
   ::unlink(data_dir.pid_path().c_str());
   spdlog::info("hpod stopped");

@@ -84,6 +84,10 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE trials ADD COLUMN parent INTEGER NOT NULL DEFAULT -1;
     ALTER TABLE trials ADD COLUMN lineage INTEGER NOT NULL DEFAULT -1;
     )sql",
+    // 2 -> 3: users. owner: the name of the user whose token submitted the sweep ("" before).
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -243,8 +247,8 @@ void SqliteStore::Rollback() {
 
 absl::StatusOr<int64_t> SqliteStore::InsertSweep(const SweepRecord& s) {
   sqlite3_stmt* st = Prepare(
-      "INSERT INTO sweeps(name, spec_yaml, source, base_dir, state, message, created_at, ended_at) "
-      "VALUES(?,?,?,?,?,?,?,?)");
+      "INSERT INTO sweeps(name, spec_yaml, source, base_dir, state, message, created_at, ended_at, owner) "
+      "VALUES(?,?,?,?,?,?,?,?,?)");
   if (st == nullptr) return Error("preparing sweep insert");
   BindText(st, 1, s.name);
   BindText(st, 2, s.spec_yaml);
@@ -254,6 +258,7 @@ absl::StatusOr<int64_t> SqliteStore::InsertSweep(const SweepRecord& s) {
   BindText(st, 6, s.message);
   sqlite3_bind_double(st, 7, ToUnix(s.created_at));
   BindOptTime(st, 8, s.ended_at);
+  BindText(st, 9, s.owner);
   if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
   return sqlite3_last_insert_rowid(db_);
 }
@@ -363,7 +368,7 @@ absl::StatusOr<int64_t> SqliteStore::InsertEvent(const EventRecord& e) {
 
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
-      "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending "
+      "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, owner "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -380,6 +385,7 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     s.created_at = FromUnix(sqlite3_column_double(st, 7));
     if (auto e = OptReal(st, 8)) s.ended_at = FromUnix(*e);
     if (std::string ending = Text(st, 9); !ending.empty()) v1::SweepState_Parse(ending, &s.ending);
+    s.owner = Text(st, 10);
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");

@@ -36,6 +36,7 @@ struct SweepRecord {
   // Set while the sweep winds down (canceled, goal reached, ...): the final state it takes once
   // its last trial ended. UNSPECIFIED otherwise.
   v1::SweepState ending = v1::SWEEP_STATE_UNSPECIFIED;
+  std::string owner;  // the user who submitted it (see server/auth.h)
 };
 
 struct TrialRecord {

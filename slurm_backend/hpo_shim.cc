@@ -4,7 +4,7 @@
 //   hpo-shim DIR -- COMMAND [ARGS...]
 //
 // Before starting COMMAND it writes its own pid (the trial's process group, since hpod starts it
-// in a session of its own) to DIR/hpo.pid. When COMMAND ends it writes DIR/hpo.exit atomically:
+// in a session of its own) to DIR/hpo.pid. When COMMAND ends it writes DIR/hpo.exit:
 // "exit N", "signal N", or "exec ERRNO" when COMMAND could not be started. Then it ends the way
 // COMMAND did (the same exit code, or the same signal), so its parent sees no difference.
 // Signals sent to the process group reach COMMAND as usual; the shim itself survives every one it
@@ -38,20 +38,15 @@ bool WriteAll(int fd, const std::string& s) {
   return true;
 }
 
-// path = content, replaced atomically (a reader sees the old file or the whole new one). No
-// fsync: the file has to outlive hpod, not the machine.
-void WriteFileAtomic(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::fprintf(stderr, "hpo-shim: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return;
-  }
-  bool ok = WriteAll(fd, content);
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+// path = content, in one write(2) of a few bytes: a reader sees an empty file or all of it. No
+// temporary file and rename, no fsync: the file has to outlive hpod, not the machine, and each
+// costs the trial's start or end a journal commit on the trial directory's file system.
+void WriteSmallFile(const std::string& path, const std::string& content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || !WriteAll(fd, content)) {
     std::fprintf(stderr, "hpo-shim: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
   }
+  if (fd >= 0) ::close(fd);
 }
 
 // Signals the shim outlives: all that end a process by default, except those only a fault raises.
@@ -73,7 +68,7 @@ int main(int argc, char** argv) {
   sa.sa_handler = Ignore;
   sigemptyset(&sa.sa_mask);
   for (int sig : kCaught) ::sigaction(sig, &sa, nullptr);
-  WriteFileAtomic(dir + "/hpo.pid", std::to_string(::getpid()) + "\n");
+  WriteSmallFile(dir + "/hpo.pid", std::to_string(::getpid()) + "\n");
 
   int pipe_fds[2];  // carries exec's errno; closed by a successful exec (O_CLOEXEC)
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -113,12 +108,12 @@ int main(int argc, char** argv) {
     char cwd[4096];
     std::fprintf(stderr, "hpod: cannot run '%s' in %s: %s\n", command[0],
                  ::getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "?", std::strerror(exec_errno));
-    WriteFileAtomic(dir + "/hpo.exit", "exec " + std::to_string(exec_errno) + "\n");
+    WriteSmallFile(dir + "/hpo.exit", "exec " + std::to_string(exec_errno) + "\n");
     return 127;
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    WriteFileAtomic(dir + "/hpo.exit", "signal " + std::to_string(sig) + "\n");
+    WriteSmallFile(dir + "/hpo.exit", "signal " + std::to_string(sig) + "\n");
     // End by the same signal; the command already dumped core if it was going to.
     struct rlimit no_core {0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
@@ -131,6 +126,6 @@ int main(int argc, char** argv) {
     return 128 + sig;  // a signal whose default is to be ignored
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-  WriteFileAtomic(dir + "/hpo.exit", "exit " + std::to_string(code) + "\n");
+  WriteSmallFile(dir + "/hpo.exit", "exit " + std::to_string(code) + "\n");
   return code;
 }

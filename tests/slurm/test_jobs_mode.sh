@@ -6,6 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
 hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+HPOD_PID=$!
 wait_for "hpo daemon status" 10
 
 cat >"$WORK/gpus.yaml" <<'YAML'
@@ -88,4 +89,35 @@ id=$(hpo submit "$WORK/long.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 3 ]" 30
 hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
-pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty"
+# hpod killed (-9) while jobs run and others wait in Slurm's queue, and down for 2 s: the
+# restarted daemon finds every job again (by id, or by name for those not started), takes the
+# outcome of jobs that ended meanwhile from slurmctld, and nothing is lost or run twice.
+cat >"$WORK/crash.yaml" <<'YAML'
+command: "echo run >> $HPO_TRIAL_DIR/runs.txt; for s in 1 2 3; do hpo report --step $s loss={x} || exit 1; sleep 0.5; done; [ {x} -ne 2 ] || exit 3"
+parameters: {x: [1, 2, 3, 4, 5, 6]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 6}
+resources: {gpus: 4}
+slurm: {mode: jobs}
+YAML
+id=$(hpo submit "$WORK/crash.yaml" | tail -n 1)
+wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -ge 2 ]" 30
+kill -9 "$HPOD_PID"
+wait "$HPOD_PID" 2>/dev/null || true
+sleep 2
+hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+HPOD_PID=$!
+wait_for "hpo daemon status" 10
+hpo wait "$id" --timeout 120 >/dev/null
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 6 ] || fail "6 trials, none retried: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 5 ] || fail "5 trials should complete: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
+[ "$(sql "SELECT state || ' ' || exit_code FROM trials WHERE sweep_id=$id AND number=1")" = "TRIAL_STATE_FAILED 3" ] || fail "x=2 should fail with exit code 3"
+adopted=$(grep -c "re-adopted Slurm job" "$HPO_DATA_DIR/hpod.log" || true)
+[ "$adopted" -ge 4 ] || fail "expected the running and queued jobs to be re-adopted, got $adopted"
+for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
+  [ "$(wc -l <"$t/runs.txt")" -eq 1 ] || fail "$t ran $(wc -l <"$t/runs.txt") times"
+done
+[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 18 ] || fail "18 reports expected, each once"
+wait_for "[ \$(jobs_left) -eq 0 ]" 20
+pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty, $adopted job(s) re-adopted after kill -9"

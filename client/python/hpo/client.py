@@ -41,14 +41,33 @@ def _ts(t):
     return pd.Timestamp(t.seconds * 1_000_000_000 + t.nanos, unit="ns", tz="UTC")
 
 
+def _channel(endpoint, tls_ca_file):
+    """An insecure channel, or a TLS one trusting the PEM CA in ``tls_ca_file``."""
+    if not tls_ca_file:
+        return grpc.insecure_channel(endpoint)
+    with open(tls_ca_file, "rb") as f:
+        return grpc.secure_channel(endpoint, grpc.ssl_channel_credentials(root_certificates=f.read()))
+
+
 class Client:
     """A connection to hpod.
 
-    ``Client()`` uses the local daemon of ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket
-    and the user token in its ``token`` file. ``Client(endpoint, token)`` connects elsewhere.
+    ``Client()`` uses the daemon ``$HPO_SERVER`` names (host:port, with ``$HPO_TOKEN`` or
+    ``$HPO_TOKEN_FILE`` and, for TLS, ``$HPO_TLS_CA``) or else the local daemon of
+    ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket and the user token in its ``token``
+    file. ``Client(endpoint, token, tls_ca=PEM_FILE)`` connects elsewhere.
     """
 
-    def __init__(self, endpoint=None, token=None, timeout=60.0):
+    def __init__(self, endpoint=None, token=None, timeout=60.0, tls_ca=None):
+        if endpoint is None and os.environ.get("HPO_SERVER"):
+            endpoint = os.environ["HPO_SERVER"]
+            if token is None:
+                token = os.environ.get("HPO_TOKEN")
+            if token is None and os.environ.get("HPO_TOKEN_FILE"):
+                with open(os.environ["HPO_TOKEN_FILE"]) as f:
+                    token = f.read().strip()
+            if tls_ca is None:
+                tls_ca = os.environ.get("HPO_TLS_CA") or None
         if endpoint is None:
             d = _data_dir()
             endpoint = "unix:" + os.path.join(d, "hpod.sock")
@@ -61,7 +80,7 @@ class Client:
                                    f"no token in {d} (is hpod running? `hpo daemon start`)") from e
         self._token = token or ""
         self._timeout = timeout
-        self._channel = grpc.insecure_channel(endpoint)
+        self._channel = _channel(endpoint, tls_ca)
         self._stub = hpo_pb2_grpc.HpoServiceStub(self._channel)
 
     def _call(self, method, request, timeout=None):
@@ -261,7 +280,7 @@ class _Reporter:
         except KeyError as e:
             raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
                            f"not inside an hpod trial: {e.args[0]} is not set") from None
-        self.channel = grpc.insecure_channel(self.endpoint)
+        self.channel = _channel(self.endpoint, os.environ.get("HPO_TLS_CA") or None)
         self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
 
     def report(self, step, metrics):
