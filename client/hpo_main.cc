@@ -287,6 +287,10 @@ int main(int argc, char** argv) {
   start->add_option("--gpus", daemon_gpus, "GPUs to hand out (default: what `nvidia-smi -L` lists)");
   start->add_option("--cpus", daemon_cpus, "CPU slots to hand out (default: online CPUs)");
   start->add_option("--listen", daemon_listen, "TCP address for trials (default 127.0.0.1:0)");
+  std::string daemon_tls_cert, daemon_tls_key;
+  start->add_option("--tls-cert", daemon_tls_cert, "PEM certificate: serve the TCP address over TLS only")
+      ->check(CLI::ExistingFile);
+  start->add_option("--tls-key", daemon_tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
   start->callback([&] {
     if (Client::Local(false).ok()) {
       std::printf("hpod already runs for %s\n", hpo::DataDir::FromEnvironment().root().c_str());
@@ -296,6 +300,8 @@ int main(int argc, char** argv) {
     if (daemon_gpus >= 0) args.push_back(absl::StrCat("--gpus=", daemon_gpus));
     if (daemon_cpus > 0) args.push_back(absl::StrCat("--cpus=", daemon_cpus));
     if (!daemon_listen.empty()) args.push_back("--listen=" + daemon_listen);
+    if (!daemon_tls_cert.empty()) args.push_back("--tls-cert=" + hpo::AbsolutePath(daemon_tls_cert));
+    if (!daemon_tls_key.empty()) args.push_back("--tls-key=" + hpo::AbsolutePath(daemon_tls_key));
     absl::Status s = hpo::client::StartDaemon(absl::Seconds(20), args);
     if (!s.ok()) rc = Fail(s);
     else std::printf("hpod started for %s\n", hpo::DataDir::FromEnvironment().root().c_str());

@@ -44,6 +44,10 @@ std::optional<Caller> TokenTable::Find(absl::string_view token) {
   std::lock_guard lock(mu_);
   if (absl::Now() - scanned_ >= absl::Seconds(1)) ScanLocked();  // users added or removed
   auto it = users_.find(std::string(token));
+  if (it == users_.end() && absl::Now() - scanned_ >= absl::Milliseconds(100)) {
+    ScanLocked();  // a user added just now
+    it = users_.find(std::string(token));
+  }
   if (it == users_.end()) return std::nullopt;
   return Caller{it->second, false};
 }

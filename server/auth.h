@@ -29,8 +29,8 @@ class TokenTable {
  public:
   // `users_dir` may be empty (owner only) or not exist yet.
   TokenTable(std::string owner, std::string owner_token, std::string users_dir);
-  // The caller `token` belongs to, or nullopt. users_dir is read again at most once a second,
-  // so adding or removing a user needs no restart.
+  // The caller `token` belongs to, or nullopt. users_dir is read again every second, and on an
+  // unknown token (at most ten times a second), so adding or removing a user needs no restart.
   std::optional<Caller> Find(absl::string_view token);
 
  private:

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Authentication and isolation on a real hpod:
+#  - two users with their own tokens (hpo user add) over TCP: neither sees nor touches the
+#    other's sweeps (PERMISSION_DENIED), a wrong or revoked token gets UNAUTHENTICATED, a trial's
+#    token cannot call the user API, and refusals change nothing; the daemon's owner sees all;
+#  - the Unix socket: a connection from another uid is closed by the peer-credential check even
+#    with the file modes loosened (needs root to act as another user);
+#  - TLS with a certificate made here by openssl: trials report over it, plaintext clients are
+#    refused, a client trusting the certificate gets through.
+source "$(dirname "$0")/lib.sh"
+hpo daemon start --cpus 4 >/dev/null
+endpoint=$(cat "$HPO_DATA_DIR/endpoint")
+hpo user add alice >"$WORK/alice" 2>/dev/null
+hpo user add bob >/dev/null 2>&1
+[ "$(hpo user ls | tr '\n' ' ')" = "alice bob " ] || fail "hpo user ls: $(hpo user ls)"
+[ "$(stat -c %a "$(cat "$WORK/alice")")" = 600 ] || fail "a user's token file must be mode 0600"
+as() { local who=$1; shift; HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/users/$who.token "$@"; }
+
+cat >"$WORK/long.yaml" <<'YAML'
+command: "hpo report --step 1 loss={x}; sleep 60"
+parameters: {x: {type: float, low: 0, high: 1}}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 2, max_concurrent: 2}
+YAML
+aid=$(as alice hpo submit "$WORK/long.yaml" | tail -n 1)
+bid=$(as bob hpo submit "$WORK/long.yaml" | tail -n 1)
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM reports\") -ge 4 ]" 30
+as alice hpo ls >"$WORK/out"
+grep -q "^$aid " "$WORK/out" || fail "alice does not see her sweep"
+if grep -q "^$bid " "$WORK/out"; then fail "alice sees bob's sweep"; fi
+hpo ls >"$WORK/out"
+grep -q "^$aid " "$WORK/out" && grep -q "^$bid " "$WORK/out" || fail "the owner should see every sweep"
+[ "$(sql "SELECT owner FROM sweeps WHERE id=$aid")" = alice ] || fail "the sweep's owner is not recorded"
+before=$(sql "SELECT COUNT(*) || ' ' || group_concat(state) FROM trials")
+for verb in show trials cancel best; do
+  if as bob hpo $verb "$aid" >"$WORK/out" 2>"$WORK/err"; then fail "bob could '$verb' alice's sweep"; fi
+  grep -q "belongs to another user" "$WORK/err" || fail "bob's '$verb': $(cat "$WORK/err")"
+done
+tid=$(sql "SELECT id FROM trials WHERE sweep_id=$aid LIMIT 1")
+if as bob hpo logs "$tid" >/dev/null 2>"$WORK/err"; then fail "bob read the log of alice's trial"; fi
+[ "$(sql "SELECT state FROM sweeps WHERE id=$aid")" = SWEEP_STATE_RUNNING ] || fail "bob's cancel changed alice's sweep"
+[ "$(sql "SELECT COUNT(*) || ' ' || group_concat(state) FROM trials")" = "$before" ] || fail "a refusal changed the trials"
+if HPO_SERVER=$endpoint HPO_TOKEN=not-a-token hpo ls >/dev/null 2>"$WORK/err"; then fail "a wrong token was accepted"; fi
+grep -q "wrong token" "$WORK/err" || fail "wrong token: $(cat "$WORK/err")"
+trial_token=$(sql "SELECT token FROM trials WHERE sweep_id=$aid LIMIT 1")
+if HPO_SERVER=$endpoint HPO_TOKEN=$trial_token hpo ls >/dev/null 2>&1; then fail "a trial token opened the user API"; fi
+# The exact status codes, through the Python client.
+PYTHONPATH="$HPO_BIN/../python" $PY - "$endpoint" "$HPO_DATA_DIR" "$aid" <<'PYEOF'
+import sys, grpc
+from hpo.client import Client, HpoError
+endpoint, data, aid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bob = Client(endpoint, open(f"{data}/users/bob.token").read().strip())
+import hpo.client as hc
+for call in (lambda: bob.sweep(aid), lambda: bob._call("CancelSweep", hc.hpo_pb2.CancelSweepRequest(sweep_id=aid))):
+    try:
+        call()
+        raise SystemExit("bob reached alice's sweep")
+    except HpoError as e:
+        assert e.code == grpc.StatusCode.PERMISSION_DENIED, e
+try:
+    Client(endpoint, "wrong").sweeps()
+    raise SystemExit("a wrong token was accepted")
+except HpoError as e:
+    assert e.code == grpc.StatusCode.UNAUTHENTICATED, e
+assert list(bob.sweeps()["id"]) != [] and aid not in list(bob.sweeps()["id"])
+print("status codes: PERMISSION_DENIED for another user's sweep, UNAUTHENTICATED for a wrong token")
+PYEOF
+bob_token=$(cat "$HPO_DATA_DIR/users/bob.token")
+hpo user rm bob
+sleep 1.2
+if HPO_SERVER=$endpoint HPO_TOKEN=$bob_token hpo ls >/dev/null 2>&1; then fail "bob's revoked token still works"; fi
+as alice hpo ls >/dev/null || fail "alice lost access when bob was removed"
+if as alice hpo cancel "$bid" >/dev/null 2>&1; then fail "alice canceled bob's sweep"; fi
+hpo cancel "$bid" >/dev/null || fail "the owner could not cancel bob's sweep"
+as alice hpo cancel "$aid" >/dev/null || fail "alice could not cancel her sweep"
+users="2 users isolated"
+
+# --- peer credentials on the Unix socket ---
+peer="peer-credential check skipped (needs root to act as another uid)"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  cat >"$WORK/probe.py" <<'PYEOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(3)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+    data = s.recv(100)
+except (BrokenPipeError, ConnectionResetError, socket.timeout):
+    data = b""
+print("answered" if data else "closed")
+PYEOF
+  chmod 0755 "$HPO_DATA_DIR" "$WORK"
+  chmod 0666 "$HPO_DATA_DIR/hpod.sock"
+  chmod 0644 "$WORK/probe.py"
+  [ "$($PY "$WORK/probe.py" "$HPO_DATA_DIR/hpod.sock")" = answered ] || fail "the owner's own connection was not answered"
+  got=$(setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$WORK/probe.py" "$HPO_DATA_DIR/hpod.sock")
+  chmod 0700 "$HPO_DATA_DIR"
+  [ "$got" = closed ] || fail "uid 65534 got an answer on the owner's socket"
+  wait_for "grep -q \"refused a connection from uid 65534\" $HPO_DATA_DIR/hpod.log" 5
+  peer="a connection from uid 65534 closed by the peer-credential check"
+elif [ "${CI:-}" = true ]; then
+  fail "CI runs as root: the peer-credential check must be tested"
+fi
+
+# --- TLS ---
+hpo daemon stop >/dev/null
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+hpo daemon start --cpus 2 --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" >/dev/null
+endpoint=$(cat "$HPO_DATA_DIR/endpoint")
+cat >"$WORK/tls.yaml" <<'YAML'
+command: "for s in 1 2 3; do hpo report --step $s loss={x} || exit 1; done"
+parameters: {x: {type: float, low: 0, high: 1}}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 3, max_concurrent: 3}
+YAML
+id=$(hpo submit "$WORK/tls.yaml" | tail -n 1)
+hpo wait "$id" --timeout 60 >/dev/null || fail "trials could not report over TLS: $(hpo trials "$id")"
+[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 9 ] || fail "9 reports over TLS expected"
+if HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >/dev/null 2>&1; then fail "a plaintext client got through the TLS port"; fi
+HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token HPO_TLS_CA=$WORK/cert.pem hpo ls >"$WORK/out" \
+  || fail "a client trusting the certificate was refused"
+grep -q "^$id " "$WORK/out" || fail "the TLS client does not list the sweep"
+pass "$users; $peer; TLS: 9 reports from trials, plaintext refused, trusted client served"
