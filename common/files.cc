@@ -20,7 +20,7 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path, int err
   std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(msg);
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
-  if (err == ENOSPC || err == EROFS || err == EIO) return absl::UnavailableError(msg);
+  if (err == ENOSPC || err == EROFS || err == EIO || err == EDQUOT) return absl::UnavailableError(msg);
   return absl::InternalError(msg);
 }
 

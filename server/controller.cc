@@ -159,11 +159,27 @@ void Controller::RunBatch(std::vector<Work>& batch, bool tick) {
     last_report_flush_ = clock_.Now();
     if (absl::Status s = store_.FlushReportLog(); !s.ok()) spdlog::error("store: {}", s.ToString());
   }
+  bool probed = false;
+  if (!storage_error_.empty() && begin.ok() && clock_.Now() >= next_storage_probe_) {
+    next_storage_probe_ = clock_.Now() + absl::Seconds(1);
+    probed = ProbeStorage();
+  }
   absl::Status commit = begin.ok() ? store_.Commit() : begin;
   if (!commit.ok()) {
-    spdlog::error("store commit failed; the batch's changes are not durable: {}", commit.ToString());
+    if (storage_error_.empty()) {
+      spdlog::error("store commit failed; the batch's changes are not durable: {}", commit.ToString());
+    }
     unpublished_.clear();
+    // Reports of this batch are not stored: their retries must not look like duplicates.
+    for (int64_t id : batch_reports_) {
+      if (auto [sweep, trial] = FindTrial(id); trial != nullptr) trial->last_report.reset();
+    }
+    StorageFailed(commit);
+  } else if (probed) {
+    spdlog::warn("the store and the sweeps directory can be written again: hpod takes new work");
+    storage_error_.clear();
   }
+  batch_reports_.clear();
   for (auto& [sweep_id, event] : unpublished_) {
     committed_seq_ = std::max(committed_seq_, event.seq());
     SweepRt* sweep = FindSweep(sweep_id);
@@ -246,6 +262,7 @@ void Controller::Emit(SweepRt& sweep, v1::EventKind kind, const TrialRt* trial) 
 void Controller::SaveTrial(SweepRt& sweep, TrialRt& trial, v1::EventKind kind) {
   if (absl::Status s = store_.UpdateTrial(trial.rec); !s.ok()) {
     spdlog::error("trial {}: {}", trial.rec.id, s.ToString());
+    if (absl::IsUnavailable(s)) StorageFailed(s);
   }
   trial.progress_dirty = false;
   trial.last_saved = clock_.Now();
@@ -255,6 +272,7 @@ void Controller::SaveTrial(SweepRt& sweep, TrialRt& trial, v1::EventKind kind) {
 void Controller::SaveSweep(SweepRt& sweep) {
   if (absl::Status s = store_.UpdateSweep(sweep.rec); !s.ok()) {
     spdlog::error("sweep {}: {}", sweep.rec.id, s.ToString());
+    if (absl::IsUnavailable(s)) StorageFailed(s);
   }
   Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
 }
@@ -276,6 +294,31 @@ void Controller::FlushProgress() {
     SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
     it = dirty_.erase(it);
   }
+}
+
+void Controller::StorageFailed(const absl::Status& s) {
+  if (storage_error_.empty()) {
+    spdlog::error("hpod cannot write its data ({}); it refuses new work until it can, and "
+                  "retries every second", std::string(s.message()));
+  }
+  storage_error_ = std::string(s.message());
+  next_storage_probe_ = clock_.Now() + absl::Seconds(1);
+}
+
+bool Controller::ProbeStorage() {
+  for (auto& [id, sweep] : sweeps_) {
+    if (absl::Status s = store_.UpdateSweep(sweep->rec); !s.ok()) return false;
+    for (auto& t : sweep->trials) {
+      if (absl::Status s = store_.UpdateTrial(t->rec); !s.ok()) return false;
+    }
+  }
+  std::string probe = options_.data_dir.sweeps_root() + "/.hpod-probe";
+  if (absl::Status s = WriteFileAtomic(probe, "probe\n", 0600, /*sync=*/true); !s.ok()) {
+    storage_error_ = std::string(s.message());
+    return false;
+  }
+  ::unlink(probe.c_str());
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -427,6 +470,7 @@ void Controller::Schedule(SweepRt& sweep) {
     return;
   }
   if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
+  if (!storage_error_.empty()) return;  // no new work while hpod cannot write its data
   // Trials already created go first. Each one that fits starts, so a smaller trial may pass a
   // larger one that waits for resources (backfill) — unless the oldest waiting trial has waited
   // longer than kBackfillLimit: then nothing passes it.
@@ -559,6 +603,12 @@ bool Controller::LaunchPending(SweepRt& sweep, TrialRt& trial) {
   absl::Status s = MakeDirs(rec.trial_dir, 0755);
   if (s.ok()) s = WriteFileAtomic(rec.trial_dir + "/params.json", ParamsToJsonText(rec.params) + "\n", 0644,
                                    /*sync=*/false);  // a copy for the trial; the store holds the truth
+  if (!s.ok() && absl::IsUnavailable(s)) {
+    // The disk is full or read-only: not the trial's fault. It waits until hpod can write.
+    StorageFailed(s);
+    sweep.pending.push_back(rec.number);
+    return false;
+  }
   if (s.ok()) s = backend_.Launch(launch);
   if (!s.ok()) {
     bool infra = absl::IsUnavailable(s) || absl::IsResourceExhausted(s);

@@ -185,6 +185,16 @@ class Controller {
   std::set<int64_t> dirty_;  // ids of trials with unsaved progress
   std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
   absl::Time last_report_flush_ = absl::InfinitePast();
+  // Storage faults (disk full, read-only, I/O errors). While storage_error_ is set, hpod refuses
+  // new work (submits, trial launches) and reports (clients retry them), and once a second
+  // writes every sweep and trial again, and probes the sweeps directory: when that commits, it
+  // carries on. A failed batch changes nothing in the store; the rewrite brings the store up to
+  // what the controller knows.
+  std::string storage_error_;
+  absl::Time next_storage_probe_ = absl::InfinitePast();
+  std::vector<int64_t> batch_reports_;  // trials whose last_report this batch set
+  void StorageFailed(const absl::Status& s);
+  bool ProbeStorage();  // rewrites all; false when the sweeps directory cannot be written
   absl::Time next_tick_;
 
   std::mutex mu_;

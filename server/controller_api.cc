@@ -54,6 +54,10 @@ v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& r
 }
 
 absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req, const std::string& owner) {
+  if (!storage_error_.empty()) {
+    return absl::UnavailableError(absl::StrCat("hpod refuses new sweeps while it cannot write its data: ",
+                                               storage_error_));
+  }
   v1::ValidateSweepRequest vreq;
   vreq.set_spec_yaml(req.spec_yaml());
   vreq.set_source(req.source());
@@ -231,6 +235,10 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
         "report for trial ", rec.id, ": the trial already ended (", TrialStateName(rec.state),
         "); nothing stored"));
   }
+  if (!storage_error_.empty()) {
+    return absl::UnavailableError(absl::StrCat("hpod cannot store reports now (", storage_error_,
+                                               "); retry later"));
+  }
   if (req.metrics().empty()) {
     return absl::InvalidArgumentError(absl::StrCat("report for trial ", rec.id, " has no metrics"));
   }
@@ -269,8 +277,12 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
     again.set_reason(trial->stop_reason);
     return again;
   }
-  RETURN_IF_ERROR(store_.InsertReport(report));
+  if (absl::Status s = store_.InsertReport(report); !s.ok()) {
+    if (absl::IsUnavailable(s)) StorageFailed(s);
+    return s;
+  }
   trial->last_report.emplace(step, report.metrics);
+  batch_reports_.push_back(rec.id);
 
   rec.step = step;
   ++rec.report_count;

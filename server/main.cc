@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -105,7 +106,11 @@ int main(int argc, char** argv) {
   // One daemon per data directory.
   std::string lock_path = data_dir.root() + "/hpod.lock";
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+  if (lock_fd < 0) {
+    return Fail(absl::StrCat("cannot open ", lock_path, ": ", std::strerror(errno),
+                             " (hpod needs a writable data directory)"));
+  }
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     return Fail(absl::StrCat("another hpod already runs for ", data_dir.root()));
   }
   auto token = data_dir.ReadOrCreateToken();

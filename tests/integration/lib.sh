@@ -35,11 +35,12 @@ wait_for() {
   done
 }
 
-# Number of processes whose environment carries HPO_SWEEP_ID=$1 (trials and their children).
+# Number of processes of sweep $1 of this test's daemon (trials and their children): their
+# environment has its trial directory. (Tests run in parallel, each with its own sweep 1.)
 trial_processes() {
   local n=0 f
   for f in /proc/[0-9]*/environ; do
-    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "HPO_SWEEP_ID=$1"; then n=$((n + 1)); fi
+    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -q "^HPO_TRIAL_DIR=$HPO_DATA_DIR/sweeps/$1/"; then n=$((n + 1)); fi
   done
   echo $n
 }
