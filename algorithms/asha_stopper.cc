@@ -47,27 +47,37 @@ int AshaStopper::BracketOf(int64_t trial_number) const {
   return static_cast<int>(((trial_number % b) + b) % b);
 }
 
+std::optional<std::pair<size_t, int64_t>> AshaStopper::CrossedRung(const Curve& trial) const {
+  if (trial.points.empty()) return std::nullopt;
+  int64_t step = trial.points.back().first;
+  int64_t previous = trial.points.size() >= 2 ? trial.points[trial.points.size() - 2].first : INT64_MIN;
+  std::optional<std::pair<size_t, int64_t>> crossed;
+  std::vector<int64_t> rungs = Rungs(BracketOf(trial.trial_number));
+  for (size_t k = 0; k < rungs.size(); ++k) {
+    if (previous < rungs[k] && rungs[k] <= step) crossed = std::pair(k, rungs[k]);
+  }
+  return crossed;
+}
+
+StopDecision AshaStopper::Verdict(size_t rung_index, int64_t rung, double value, double threshold,
+                                  size_t keep, size_t n) const {
+  // The trial goes on when it is at least as good as the keep-th best.
+  return {Decision::kStop,
+          absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d (threshold %g)",
+                          Name(), rung_index, rung, value, keep, n, threshold)};
+}
+
 StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
                                  Direction direction) const {
-  if (trial.points.empty()) return {};
-  const auto& [step, value] = trial.points.back();
-  int64_t previous = trial.points.size() >= 2 ? trial.points[trial.points.size() - 2].first : INT64_MIN;
+  std::optional<std::pair<size_t, int64_t>> crossed = CrossedRung(trial);
+  if (!crossed) return {};
+  auto [rung_index, rung] = *crossed;
+  double value = trial.points.back().second;
   int bracket = BracketOf(trial.trial_number);
-  // The highest rung this report crossed (previous step < rung <= step).
-  std::optional<int64_t> rung;
-  size_t rung_index = 0;
-  std::vector<int64_t> rungs = Rungs(bracket);
-  for (size_t k = 0; k < rungs.size(); ++k) {
-    if (previous < rungs[k] && rungs[k] <= step) {
-      rung = rungs[k];
-      rung_index = k;
-    }
-  }
-  if (!rung) return {};
   std::vector<double> values = {value};
   for (const Curve* other : others) {
     if (BracketOf(other->trial_number) != bracket) continue;
-    if (auto v = ValueAt(*other, *rung)) values.push_back(*v);
+    if (auto v = ValueAt(*other, rung)) values.push_back(*v);
   }
   int64_t eta = std::max<int64_t>(options_.reduction_factor, 2);
   size_t keep = std::max<size_t>(1, values.size() / static_cast<size_t>(eta));
@@ -76,9 +86,37 @@ StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Cur
             [direction](double a, double b) { return IsBetter(a, b, direction); });
   double threshold = values[keep - 1];
   if (!IsBetter(threshold, value, direction)) return {};
-  return {Decision::kStop,
-          absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d",
-                          Name(), rung_index, *rung, value, keep, values.size())};
+  return Verdict(rung_index, rung, value, threshold, keep, values.size());
+}
+
+StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
+  std::optional<std::pair<size_t, int64_t>> crossed = CrossedRung(trial);
+  if (!crossed) return {};
+  auto [rung_index, rung] = *crossed;
+  double value = trial.points.back().second;
+  RungValues& r = rungs_[{BracketOf(trial.trial_number), rung}];
+  bool min = direction == Direction::kMinimize;
+  // The worst of the top values, and the best of the rest, per direction.
+  auto worst_top = [&] { return min ? std::prev(r.top.end()) : r.top.begin(); };
+  auto best_rest = [&] { return min ? r.rest.begin() : std::prev(r.rest.end()); };
+  if (!r.top.empty() && IsBetter(value, *worst_top(), direction)) r.top.insert(value);
+  else r.rest.insert(value);
+  size_t n = r.top.size() + r.rest.size();
+  int64_t eta = std::max<int64_t>(options_.reduction_factor, 2);
+  size_t keep = std::max<size_t>(1, n / static_cast<size_t>(eta));
+  while (r.top.size() > keep) {
+    auto it = worst_top();
+    r.rest.insert(*it);
+    r.top.erase(it);
+  }
+  while (r.top.size() < keep && !r.rest.empty()) {
+    auto it = best_rest();
+    r.top.insert(*it);
+    r.rest.erase(it);
+  }
+  double threshold = *worst_top();
+  if (!IsBetter(threshold, value, direction)) return {};
+  return Verdict(rung_index, rung, value, threshold, keep, n);
 }
 
 StopDecision MedianStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,

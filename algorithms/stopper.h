@@ -50,6 +50,13 @@ class Stopper {
   // the sweep, finished or not.
   virtual StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
                               Direction direction) const = 0;
+  // The incremental form, for sweeps of many trials, where handing every curve to each decision
+  // would cost O(trials) per report. A stopper that supports it keeps its own records: Observe
+  // is told of each new point of every trial, in report order, and decides alike from those
+  // records alone. A restarted daemon replays every stored curve through it. (Stateful: not
+  // thread-safe.)
+  virtual bool Incremental() const { return false; }
+  virtual StopDecision Observe(const Curve& trial, Direction direction) { return Decide(trial, {}, direction); }
 };
 
 // Never stops a trial.

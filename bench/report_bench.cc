@@ -6,6 +6,11 @@
 // The trials are real: a sweep of N trials whose processes only publish their id and token and
 // sleep; this program then reports on their behalf with one gRPC channel per trial, as N
 // separate trial processes would.
+//
+// --soak-seconds S instead runs a soak: --soak-clients trials each reporting at --soak-hz (open
+// loop, paced) for S seconds, sampling hpod's RSS every 10 s; it prints the latency, the RSS
+// over time and its growth after the warm-up (the first fifth), and counts the reports in the
+// database against those acknowledged.
 
 #include <signal.h>
 #include <sqlite3.h>
@@ -29,6 +34,7 @@
 #include "client/client.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "hpo/v1/hpo.grpc.pb.h"
 
@@ -67,9 +73,11 @@ class LoadGenerator {
  public:
   enum class Rpc { kUnary, kStream };
 
+  // `interval` 0: each trial sends its next report as soon as the last is answered (closed loop);
+  // otherwise one report per interval per trial (unary only), starts spread over one interval.
   LoadGenerator(const std::string& endpoint, const std::vector<Creds>& creds, int k, Rpc rpc,
-                int64_t first_step)
-      : rpc_(rpc) {
+                int64_t first_step, Clock::duration interval = Clock::duration::zero())
+      : rpc_(rpc), interval_(interval) {
     for (int i = 0; i < k; ++i) {
       auto t = std::make_unique<Trial>();
       t->creds = creds[static_cast<size_t>(i)];
@@ -109,7 +117,7 @@ class LoadGenerator {
   }
 
  private:
-  enum class Phase { kUnary, kStart, kWrite, kRead, kWritesDone, kFinish };
+  enum class Phase { kUnary, kWait, kStart, kWrite, kRead, kWritesDone, kFinish };
   struct Trial {
     Creds creds;
     std::shared_ptr<grpc::Channel> channel;
@@ -124,6 +132,8 @@ class LoadGenerator {
     int64_t step = 0;
     bool measured = false;
     Clock::time_point sent;
+    Clock::time_point next;  // paced: when the next report is due
+    grpc::Alarm alarm;
     int64_t ok = 0, errors = 0;
     std::string last_error;
     std::vector<double> latencies_ms;
@@ -151,7 +161,21 @@ class LoadGenerator {
     ++t.errors;
     t.last_error = t.status.error_message();
   }
+  // Paced: waits for the trial's next slot (or goes at once when it is behind).
+  void Wait(Trial& t) {
+    auto now = Clock::now();
+    if (t.next < now) t.next = now;
+    auto when = std::chrono::system_clock::now() +
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(t.next - now);
+    t.phase = Phase::kWait;
+    t.alarm.Set(&cq_, when, &t);
+  }
   void Begin(Trial& t) {
+    if (rpc_ == Rpc::kUnary && interval_ > Clock::duration::zero()) {
+      t.next = Clock::now() + interval_ * static_cast<int64_t>(t.creds.trial_id % 1000) / 1000;
+      Wait(t);
+      return;
+    }
     if (rpc_ == Rpc::kUnary) {
       SendUnary(t);
       return;
@@ -190,6 +214,15 @@ class LoadGenerator {
         if (t.status.ok()) Answered(t);
         else Failed(t);
         if (stop_->load(std::memory_order_relaxed)) return false;
+        if (interval_ > Clock::duration::zero()) {
+          t.next += interval_;
+          Wait(t);
+          return true;
+        }
+        SendUnary(t);
+        return true;
+      case Phase::kWait:
+        if (stop_->load(std::memory_order_relaxed)) return false;
         SendUnary(t);
         return true;
       case Phase::kStart:
@@ -223,6 +256,7 @@ class LoadGenerator {
   }
 
   Rpc rpc_;
+  Clock::duration interval_;
   grpc::CompletionQueue cq_;
   std::vector<std::unique_ptr<Trial>> trials_;
   const std::atomic<bool>* stop_ = nullptr;
@@ -255,6 +289,56 @@ Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int
   r.p99_ms = Percentile(all, 0.99);
   r.max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
   return r;
+}
+
+// Resident set size of `pid` in MiB (0 when unknown).
+double RssMiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  double kb = 0;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      in >> kb;
+      break;
+    }
+  }
+  return kb / 1024.0;
+}
+
+struct Soak {
+  Result r;
+  std::vector<std::pair<double, double>> rss;  // (seconds since the start, MiB)
+};
+
+// `k` trials, each reporting at `hz` for `seconds`; hpod's RSS every 10 s.
+Soak RunSoak(const std::string& endpoint, const std::vector<Creds>& creds, int k, double hz,
+             double seconds, pid_t daemon, int64_t* acknowledged) {
+  auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / hz));
+  LoadGenerator gen(endpoint, creds, k, LoadGenerator::Rpc::kUnary, 0, interval);
+  std::atomic<bool> stop{false}, measuring{true};
+  Soak out;
+  auto t0 = Clock::now();
+  std::thread driver([&] { gen.Run(stop, measuring); });
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  out.rss.emplace_back(0.0, RssMiB(daemon));
+  while (since() < seconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(10.0, seconds - since())));
+    out.rss.emplace_back(since(), RssMiB(daemon));
+  }
+  stop = true;
+  driver.join();
+  double elapsed = since();
+  std::vector<double> all;
+  gen.Collect(&out.r, &all, acknowledged);
+  out.r.clients = k;
+  out.r.seconds = elapsed;
+  out.r.ok = static_cast<int64_t>(all.size());
+  out.r.rate = static_cast<double>(out.r.ok) / elapsed;
+  out.r.p50_ms = Percentile(all, 0.50);
+  out.r.p90_ms = Percentile(all, 0.90);
+  out.r.p99_ms = Percentile(all, 0.99);
+  out.r.max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
+  return out;
 }
 
 double Percentile(std::vector<double>& v, double p) {
@@ -302,7 +386,13 @@ int main(int argc, char** argv) {
   app.add_option("--tick-ms", tick_ms, "hpod's scheduling tick")->capture_default_str();
   app.add_flag("--no-durable", no_durable, "run hpod with --no-durable (no fsync per commit)");
   app.add_option("--src", src_dir, "source tree (for bench/optuna_report.py)");
+  double soak_seconds = 0, soak_hz = 10;
+  int soak_clients = 500;
+  app.add_option("--soak-seconds", soak_seconds, "run a soak of this length instead (e.g. 300)");
+  app.add_option("--soak-clients", soak_clients, "soak: concurrent trials")->capture_default_str();
+  app.add_option("--soak-hz", soak_hz, "soak: reports per second per trial")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (soak_seconds > 0) clients_list = std::to_string(soak_clients);
 
   std::vector<int> counts;
   for (auto part : absl::StrSplit(clients_list, ',')) counts.push_back(std::stoi(std::string(part)));
@@ -363,6 +453,37 @@ int main(int argc, char** argv) {
 
   std::vector<std::pair<std::string, Result>> results;
   int64_t acknowledged = 0;
+  if (soak_seconds > 0) {
+    Soak soak = RunSoak(endpoint, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
+    (void)client.Cancel(sweep->id());
+    int64_t stored = CountReports(dir.db_path());
+    const Result& r = soak.r;
+    std::printf("\nhpod soak: %d trials x %.0f Hz unary reports for %.0f s (durable SQLite, loopback TCP, %u cores)\n\n",
+                soak_clients, soak_hz, r.seconds, std::thread::hardware_concurrency());
+    std::printf("| reports acknowledged | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
+    std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf("| %lld | %.0f | %.2f | %.2f | %.2f | %.1f | %lld |\n", static_cast<long long>(acknowledged),
+                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors));
+    std::printf("\nhpod RSS (MiB) every 10 s:");
+    for (const auto& [t, mib] : soak.rss) std::printf(" %.0f", mib);
+    // Warm-up: the first fifth of the run (caches, SQLite's page cache, gRPC's buffers fill up).
+    double warm = soak.rss.front().second;
+    for (const auto& [t, mib] : soak.rss) {
+      if (t <= r.seconds / 5) warm = mib;
+    }
+    double end = soak.rss.back().second;
+    double growth = warm > 0 ? (end - warm) / warm * 100 : 0;
+    std::printf("\nRSS after the warm-up (%.0f s): %.1f MiB; at the end: %.1f MiB; growth %.1f%% (target < 10%%)\n",
+                r.seconds / 5, warm, end, growth);
+    std::printf("reports acknowledged: %lld; rows in the store: %lld -> %s\n",
+                static_cast<long long>(acknowledged), static_cast<long long>(stored),
+                stored == acknowledged ? "zero lost" : "MISMATCH");
+    ::kill(daemon, SIGTERM);
+    int status = 0;
+    ::waitpid(daemon, &status, 0);
+    std::filesystem::remove_all(data);
+    return stored == acknowledged && growth < 10 ? 0 : 1;
+  }
   for (const std::string& rpc : rpcs) {
     for (int k : counts) {
       // Each run's steps continue past the previous run's, so no two reports of a trial share one.

@@ -394,6 +394,13 @@ absl::Status Controller::Recover() {
         s.retries.push_back(t->rec.number);
       }
     }
+    // An incremental stopper gets its records back: every stored point, trial by trial.
+    auto replay = [&s](const TrialRt& t) {
+      if (s.stopper == nullptr || !s.stopper->Incremental()) return;
+      for (size_t i = 1; i <= t.curve.size(); ++i) {
+        (void)s.stopper->Observe({t.rec.number, {t.curve.data(), i}, false}, s.spec.objective.direction);
+      }
+    };
     for (auto& t : s.trials) {
       bool final = IsFinal(t->rec.state);
       if (final) UpdateBest(s, *t);
@@ -404,8 +411,9 @@ absl::Status Controller::Recover() {
       ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(t->rec.id));
       for (const ReportRecord& r : reports) {
         auto it = r.metrics.find(s.spec.objective.metric);
-        if (it != r.metrics.end()) t->curve.emplace_back(r.step, it->second);
+        if (it != r.metrics.end() && !s.stopper_is_none) t->curve.emplace_back(r.step, it->second);
       }
+      replay(*t);
       if (final) continue;
       if (!reports.empty()) t->last_report.emplace(reports.back().step, reports.back().metrics);
       t->rec.report_count = static_cast<int64_t>(reports.size());

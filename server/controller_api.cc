@@ -298,7 +298,7 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   auto it = report.metrics.find(objective.metric);
   if (it != report.metrics.end()) {
     double value = it->second;
-    trial->curve.emplace_back(step, value);
+    if (!sweep->stopper_is_none) trial->curve.emplace_back(step, value);  // only stoppers read it
     if (!objective.use_best || !rec.objective || IsBetter(value, *rec.objective, objective.direction)) {
       rec.objective = value;
     }
@@ -308,6 +308,12 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
                                value));
       // The trial that reached the goal ends well, as a completed one.
       if (trial->stop_state == v1::TRIAL_STATE_STOPPED) trial->stop_reason = "reached the sweep's goal";
+    } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED && sweep->stopper->Incremental()) {
+      algorithms::Curve mine{rec.number, {trial->curve.data(), trial->curve.size()}, false};
+      algorithms::StopDecision d = sweep->stopper->Observe(mine, objective.direction);
+      if (d.decision == algorithms::Decision::kStop) {
+        RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason, sweep->spec.stop_grace);
+      }
     } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED) {
       std::vector<algorithms::Curve> curves;
       std::vector<const algorithms::Curve*> others;

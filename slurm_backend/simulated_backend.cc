@@ -20,7 +20,7 @@ absl::Status SimulatedBackend::Launch(const LaunchSpec& spec) {
   sim.start = clock_.Now() + sim.fate.start_delay;
   sim.end = sim.start + sim.fate.run_time;
   trials_[spec.trial_id] = sim;
-  launched_.push_back(spec);
+  if (keep_launched_) launched_.push_back(spec);
   return absl::OkStatus();
 }
 

@@ -38,8 +38,10 @@ class SimulatedBackend final : public Backend {
   int Running() const override { return static_cast<int>(trials_.size()); }
   std::string Describe() const override;
 
-  // Every LaunchSpec seen, in order (for assertions).
+  // Every LaunchSpec seen, in order (for assertions); not kept after keep_launched(false), so
+  // that a benchmark of many trials measures the controller's memory, not this record's.
   const std::vector<LaunchSpec>& launched() const { return launched_; }
+  void keep_launched(bool keep) { keep_launched_ = keep; }
 
  private:
   struct Sim {
@@ -55,6 +57,7 @@ class SimulatedBackend final : public Backend {
   Script script_;
   std::map<int64_t, Sim> trials_;
   std::vector<LaunchSpec> launched_;
+  bool keep_launched_ = true;
 };
 
 }  // namespace hpo::backend

@@ -1,5 +1,7 @@
 // Stoppers against hand-computed cases.
 #include "algorithms/asha_stopper.h"
+#include <random>
+
 #include "gtest/gtest.h"
 
 namespace hpo::algorithms {
@@ -142,6 +144,45 @@ TEST(MakeStopper, ValidatesSettings) {
   EXPECT_EQ((*MakeStopper(spec))->Name(), "hyperband");
   spec.name = "bogus";
   EXPECT_FALSE(MakeStopper(spec).ok());
+}
+
+// Observe (incremental, O(log n)) decides exactly as Decide (every curve) on random
+// asynchronous runs: trials report in shuffled order, some stop when told, with ties, for ASHA
+// and Hyperband and both directions.
+TEST(Asha, IncrementalDecidesAsThePureForm) {
+  for (int brackets : {1, 3}) {
+    for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
+      for (uint32_t seed = 1; seed <= 5; ++seed) {
+        std::mt19937 rng(seed);
+        AshaStopper pure({1, 81, 3, brackets}), incremental({1, 81, 3, brackets});
+        Trials t;
+        std::vector<bool> stopped;
+        for (int n = 0; n < 60; ++n) {
+          t.Add(n, {});
+          stopped.push_back(false);
+        }
+        int decisions = 0, stops = 0;
+        for (int round = 0; round < 4000; ++round) {
+          size_t i = rng() % t.points.size();
+          if (stopped[i] || t.points[i].size() >= 40) continue;
+          int64_t step = static_cast<int64_t>(t.points[i].size()) + 1;
+          double value = static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));  // ties
+          t.points[i].emplace_back(step, value);
+          Decision a = t.Decide(pure, i, d);
+          Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
+          Decision b = incremental.Observe(mine, d).decision;
+          ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " trial " << i << " step " << step;
+          ++decisions;
+          if (a == Decision::kStop) {
+            stopped[i] = true;
+            ++stops;
+          }
+        }
+        EXPECT_GT(decisions, 150);
+        EXPECT_GT(stops, 10);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,185 @@
+// scale_bench: the controller at scale, in virtual time. One sweep of --trials random trials
+// (default 100,000), --concurrent of them running at once (default 1,000) on the simulated
+// backend, each reporting one epoch per virtual second up to --epochs, with ASHA stopping the
+// losers; a real SqliteStore (durable by default) in a temp dir, and the real trial directories.
+//
+// It drives the controller the way hpod's loop does (reports posted as work, one batch per
+// virtual second) and prints wall time, the controller's batch time (the lag a request would
+// see: p50 / p99 / max), trials and suggestions per second, CPU per trial and peak RSS.
+// Everything runs in this one process, so CPU and RSS are the daemon's plus this driver's
+// small share: an upper bound on hpod's.
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "server/controller.h"
+#include "server/sqlite_store.h"
+#include "slurm_backend/simulated_backend.h"
+
+namespace {
+
+using hpo::server::Controller;
+namespace v1 = hpo::v1;
+
+struct Running {
+  std::string token;
+  double quality = 0;   // the trial's final loss: what its curve tends to
+  absl::Time start;
+  int64_t step = 0;
+};
+
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double PeakRssMiB() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"scale_bench: a large sweep with ASHA through the controller, in virtual time"};
+  int64_t trials = 100'000;
+  int concurrent = 1'000, epochs = 27;
+  bool no_durable = false;
+  app.add_option("--trials", trials, "trials in the sweep")->capture_default_str();
+  app.add_option("--concurrent", concurrent, "trials running at once")->capture_default_str();
+  app.add_option("--epochs", epochs, "epochs of a trial that is never stopped")->capture_default_str();
+  app.add_flag("--no-durable", no_durable, "SQLite without fsync per commit");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string root = std::filesystem::temp_directory_path() / ("hpo-scale-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root);
+  hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+  hpo::server::SqliteStore::Options store_options;
+  store_options.durable = !no_durable;
+  auto store = hpo::server::SqliteStore::Open(root + "/hpod.db", store_options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "scale_bench: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  // Each launched trial: its token and how good it will be (from its x), read off the LaunchSpec.
+  std::map<int64_t, Running> running;
+  hpo::backend::SimulatedBackend backend(clock, 0, concurrent, [&](const hpo::backend::LaunchSpec& s) {
+    Running r;
+    r.token = s.env.at("HPO_TRIAL_TOKEN");
+    r.quality = std::stod(s.argv.at(1).substr(4));  // "--x=<value>"
+    r.start = clock.Now();
+    running[s.trial_id] = std::move(r);
+    hpo::backend::SimulatedFate fate;
+    fate.run_time = absl::Seconds(epochs) + absl::Milliseconds(500);
+    return fate;
+  });
+  backend.keep_launched(false);
+  Controller::Options options;
+  options.data_dir = hpo::DataDir(root);
+  options.report_endpoint = "unix:/nowhere";
+  options.tick = absl::Seconds(1);
+  Controller controller(options, **store, backend, clock);
+  if (absl::Status s = controller.Recover(); !s.ok()) return 1;
+
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml(absl::StrCat(
+      "name: scale\n", "command: [train, '--x={x}']\n",
+      "parameters: {x: {type: float, low: 0, high: 1}}\n",
+      "objective: {metric: loss, direction: minimize}\n",
+      "budget: {max_trials: ", trials, ", max_concurrent: ", concurrent, "}\n",
+      "early_stopping: {name: asha, min_resource: 1, max_resource: ", epochs, ", reduction_factor: 3}\n"));
+  req.set_source("scale.yaml");
+  req.set_base_dir(root);
+
+  double cpu0 = CpuSeconds();
+  auto wall0 = std::chrono::steady_clock::now();
+  auto sweep = controller.Submit(req);
+  if (!sweep.ok()) {
+    std::fprintf(stderr, "scale_bench: %s\n", sweep.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<double> batch_ms;
+  int64_t reports = 0, stops = 0;
+  int64_t virtual_seconds = 0;
+  while (!controller.AllSweepsEnded()) {
+    // Every running trial reports the epochs it finished since the last virtual second.
+    for (auto it = running.begin(); it != running.end();) {
+      Running& r = it->second;
+      int64_t done = absl::ToInt64Seconds(clock.Now() - r.start);
+      if (done > epochs) {
+        it = running.erase(it);
+        continue;
+      }
+      if (done > r.step) {
+        r.step = done;
+        v1::ReportRequest report;
+        report.set_trial_id(it->first);
+        report.set_step(done);
+        (*report.mutable_metrics())["loss"] = r.quality + 1.0 / static_cast<double>(done);
+        int64_t id = it->first;
+        controller.Post([&controller, &running, &stops, report, token = r.token, id]() -> Controller::Done {
+          auto reply = controller.Report(report, token);
+          if (reply.ok() && reply->action() == v1::ReportResponse::ACTION_STOP) {
+            running.erase(id);  // the trial honours the stop at once
+            ++stops;
+          }
+          return nullptr;
+        });
+        ++reports;
+      }
+      ++it;
+    }
+    auto b0 = std::chrono::steady_clock::now();
+    controller.RunOnce();
+    batch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+    clock.Advance(absl::Seconds(1));
+    ++virtual_seconds;
+  }
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  double cpu = CpuSeconds() - cpu0;
+  auto final_sweep = controller.GetSweep(sweep->id());
+  int64_t done = 0;
+  std::string counts;
+  for (const auto& [state, n] : final_sweep->trial_counts()) {
+    done += n;
+    absl::StrAppend(&counts, counts.empty() ? "" : ", ", n, " ", state);
+  }
+  std::printf("\nController at scale: %lld trials, %d at once, ASHA (eta 3, 1..%d epochs), simulated backend in "
+              "virtual time, %s SQLite\n\n",
+              static_cast<long long>(trials), concurrent, epochs, no_durable ? "non-durable" : "durable");
+  std::printf("| trials ended | reports | virtual time | wall time | batch p50 | batch p99 | batch max | "
+              "trials/s | suggestions/s | CPU per trial | peak RSS |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| %lld | %lld | %lld s | %.1f s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %.3f ms | %.0f MiB |\n",
+              static_cast<long long>(done), static_cast<long long>(reports),
+              static_cast<long long>(virtual_seconds), wall, Percentile(batch_ms, 0.5),
+              Percentile(batch_ms, 0.99), *std::max_element(batch_ms.begin(), batch_ms.end()),
+              static_cast<double>(done) / wall, static_cast<double>(trials) / wall, cpu / static_cast<double>(done) * 1000,
+              PeakRssMiB());
+  std::printf("\ntrials: %s; %lld stopped by ASHA; sweep %s\n", counts.c_str(), static_cast<long long>(stops),
+              hpo::v1::SweepState_Name(final_sweep->state()).c_str());
+  std::printf("targets: CPU per trial < 1 ms: %s; peak RSS < 300 MB: %s\n",
+              cpu / static_cast<double>(done) < 1e-3 ? "met" : "NOT met", PeakRssMiB() < 300 ? "met" : "NOT met");
+  std::filesystem::remove_all(root);
+  return final_sweep->state() == v1::SWEEP_STATE_COMPLETED ? 0 : 1;
+}
