@@ -145,15 +145,26 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   if (absl::Status s = store->Exec(options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s.ok()) return s;
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
   if (absl::Status s = store->Exec("PRAGMA wal_autocheckpoint=0"); !s.ok()) return s;
+  if (absl::Status s = store->Exec("PRAGMA journal_size_limit=67108864"); !s.ok()) return s;
   if (sqlite3_open_v2(path.c_str(), &store->checkpoint_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
     return absl::UnavailableError(absl::StrCat("cannot open ", path, " for checkpoints"));
   }
   sqlite3_busy_timeout(store->checkpoint_db_, 1000);
+  // A connection opens its file lazily; until it has read it, it does not know the file is in WAL
+  // mode, and its checkpoints silently do nothing (the WAL then grew without end under load).
+  if (sqlite3_exec(store->checkpoint_db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return absl::UnavailableError(absl::StrCat("cannot open ", path, " for checkpoints: ",
+                                               sqlite3_errmsg(store->checkpoint_db_)));
+  }
   SqliteStore* raw = store.get();
   store->checkpointer_ = std::thread([raw] { raw->CheckpointLoop(); });
   return store;
 }
+
+namespace {
+constexpr int kWalRestartFrames = 8192;  // 32 MiB of 4 KiB pages
+}  // namespace
 
 void SqliteStore::CheckpointLoop() {
   std::unique_lock lock(checkpoint_mu_);
@@ -161,6 +172,13 @@ void SqliteStore::CheckpointLoop() {
     lock.unlock();
     int log_frames = 0, done_frames = 0;
     sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &done_frames);
+    // Under steady writes a passive checkpoint never finds the WAL idle, so the WAL never starts
+    // over and keeps growing (and its index with it, in memory). Past kWalRestartFrames, a
+    // RESTART checkpoint briefly holds writers off (the passive one copied nearly everything)
+    // so that the next commit writes the WAL from its start; journal_size_limit then trims it.
+    if (log_frames > kWalRestartFrames) {
+      sqlite3_wal_checkpoint_v2(checkpoint_db_, nullptr, SQLITE_CHECKPOINT_RESTART, &log_frames, &done_frames);
+    }
     lock.lock();
   }
 }
@@ -237,6 +255,9 @@ sqlite3_stmt* SqliteStore::Prepare(const char* sql) {
 
 absl::Status SqliteStore::Begin() { return Exec("BEGIN IMMEDIATE"); }
 absl::Status SqliteStore::Commit() {
+  // A cached statement stepped to a row and left there keeps a read transaction open after the
+  // commit, and an open reader stops the checkpointer: the WAL would grow without end.
+  for (auto& [sql, st] : stmts_) sqlite3_reset(st);
   absl::Status s = Exec("COMMIT");
   if (!s.ok()) Rollback();
   return s;
