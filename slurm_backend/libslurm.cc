@@ -77,6 +77,9 @@ class Desc {
     if (req.exclusive) d_.shared = JOB_SHARED_NONE;
     if (!req.comment.empty()) d_.comment = Str(req.comment);
     if (!req.licenses.empty()) d_.licenses = Str(req.licenses);
+    // hpod decides what is retried: a job Slurm requeued after a node failure would run the
+    // trial a second time behind hpod's back (and a holder allocation would come back empty).
+    d_.requeue = 0;
     d_.user_id = ::getuid();
     d_.group_id = ::getgid();
   }

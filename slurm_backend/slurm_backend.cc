@@ -810,8 +810,12 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
         break;
       default:  // node failure, boot failure, preemption
         e.kind = BackendEvent::Kind::kLost;
-        e.message = absl::StrCat("Slurm job ", job.job_id, " ended by the infrastructure (state ",
-                                 static_cast<int>(st.state), ")");
+        e.message = absl::StrCat("Slurm job ", job.job_id, " ended by the infrastructure (",
+                                 st.state == JobState::kNodeFail   ? "node failure"
+                                 : st.state == JobState::kBootFail ? "boot failure"
+                                 : st.state == JobState::kPreempted ? "preempted"
+                                                                   : "state " + std::to_string(static_cast<int>(st.state)),
+                                 ")");
         break;
     }
     out.push_back(std::move(e));

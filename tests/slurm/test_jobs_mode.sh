@@ -119,5 +119,30 @@ for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
   [ "$(wc -l <"$t/runs.txt")" -eq 1 ] || fail "$t ran $(wc -l <"$t/runs.txt") times"
 done
 [ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 18 ] || fail "18 reports expected, each once"
+[ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check after the restart"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
-pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty, $adopted job(s) re-adopted after kill -9"
+
+# A node that goes DOWN under a running trial: its job ends NODE_FAIL, the trial is LOST as an
+# infrastructure failure (not FAILED), and its retry runs on the node that is left.
+cat >"$WORK/down.yaml" <<'YAML'
+command: "echo $SLURMD_NODENAME >> $HPO_TRIAL_DIR/node.txt; sleep 4; hpo report loss={x}"
+parameters: {x: [1, 2]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 2}
+resources: {gpus: 4}
+max_retries: 2
+slurm: {mode: jobs}
+YAML
+id=$(hpo submit "$WORK/down.yaml" | tail -n 1)
+wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 2 ]" 30
+scontrol update NodeName=n2 State=DOWN Reason=hpo-test
+hpo wait "$id" --timeout 90 >/dev/null || fail "the sweep did not complete after a node went down"
+scontrol update NodeName=n2 State=RESUME 2>/dev/null || true  # (it may be back already)
+lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST' AND infra_failure=1")
+[ "$lost" -eq 1 ] || fail "the trial on the DOWN node should be LOST (infrastructure): $(sql "SELECT id, state, infra_failure, message FROM trials WHERE sweep_id=$id")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_FAILED'")" -eq 0 ] || fail "a node failure must not count as a failed configuration"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED' AND retry_of != 0")" -eq 1 ] || fail "the lost trial was not retried to completion"
+why=$(sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
+wait_for "[ \$(jobs_left) -eq 0 ]" 20
+pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty, $adopted job(s) re-adopted after kill -9, node DOWN -> LOST ($why) and retried"

@@ -211,4 +211,18 @@ for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
   [ "$(wc -l <"$t/gpu.txt")" -eq 2 ] || fail "$t: $(cat "$t/gpu.txt")"
 done
 wait_for "[ \$(jobs_left) -eq 0 ]" 10
+# ... and killed again right after a submit, before its first step started: the trials that were
+# waiting for the allocation wait again, and the sweep completes with none lost.
+id=$(hpo submit "$WORK/mixed.yaml" | tail -n 1)
+wait_for "squeue -h -o %j | grep -q hpo-alloc-" 10
+kill -9 "$HPOD_PID"
+wait "$HPOD_PID" 2>/dev/null || true
+hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+HPOD_PID=$!
+wait_for "hpo daemon status" 10
+hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the early crash"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 12 ] || fail "12 trials should complete after the early crash: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 12 ] || fail "no trial should be lost or retried after the early crash"
+[ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check after the restarts"
+wait_for "[ \$(jobs_left) -eq 0 ]" 10
 pass "steps mode: packing, multi-node, early stop with signal and grace, FAILED/LOST/retry, pool growth, bad settings, cancel, re-adoption after kill -9 ($readopted step(s))"

@@ -36,6 +36,7 @@ class LocalBackendTest : public ::testing::Test {
     EXPECT_TRUE(MakeDirs(s.trial_dir).ok());
     s.resources.gpus = gpus;
     s.env["MARKER"] = "m" + std::to_string(id);
+    s.env["TEST_DIR"] = dir_;  // tells this test's processes from those of tests running beside it
     return s;
   }
   // Polls until `n` exit events arrived (or 10 s passed).
@@ -110,7 +111,8 @@ TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
   }
   // Nothing of either trial is left: no process carries their markers.
   ::usleep(100'000);
-  FILE* p = ::popen("grep -l 'MARKER=m[12]' /proc/[0-9]*/environ 2>/dev/null | wc -l", "r");
+  std::string count = "grep -l -a 'TEST_DIR=" + dir_ + "' /proc/[0-9]*/environ 2>/dev/null | wc -l";
+  FILE* p = ::popen(count.c_str(), "r");
   char buf[32] = {0};
   ASSERT_NE(std::fgets(buf, sizeof(buf), p), nullptr);
   ::pclose(p);
