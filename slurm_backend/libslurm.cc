@@ -47,7 +47,7 @@ JobState FromSlurm(uint32_t state) {
 // A job_desc_msg_t whose strings point into `req` (which must outlive it).
 class Desc {
  public:
-  explicit Desc(const JobRequest& req) : req_(req) {
+  explicit Desc(const JobRequest& req) {
     slurm_init_job_desc_msg(&d_);
     d_.name = Str(req.name);
     d_.script = Str(req.script);
@@ -87,7 +87,6 @@ class Desc {
 
  private:
   static char* Str(const std::string& s) { return s.empty() ? nullptr : const_cast<char*>(s.c_str()); }
-  const JobRequest& req_;
   job_desc_msg_t d_;
   std::vector<char*> env_;
   std::string tres_;
