@@ -122,4 +122,22 @@ if HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >/dev/null 2>&
 HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token HPO_TLS_CA=$WORK/cert.pem hpo ls >"$WORK/out" \
   || fail "a client trusting the certificate was refused"
 grep -q "^$id " "$WORK/out" || fail "the TLS client does not list the sweep"
-pass "$users; $peer; TLS: 9 reports from trials, plaintext refused, trusted client served"
+# The Python side over TLS: trials reporting with hpo.report(), a notebook client with tls_ca.
+PYDIR=$(cd "$HPO_BIN/../python" && pwd)
+cat >"$WORK/tls_py.yaml" <<YAML
+command: ["$PY", "-c", "import hpo; [hpo.report(step=s, loss={x} / s) for s in (1, 2)]"]
+env: {PYTHONPATH: "$PYDIR"}
+parameters: {x: {type: float, low: 0, high: 1}}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 2, max_concurrent: 2}
+YAML
+pid=$(hpo submit "$WORK/tls_py.yaml" | tail -n 1)
+hpo wait "$pid" --timeout 60 >/dev/null || fail "Python trials could not report over TLS: $(hpo logs "$(sql "SELECT id FROM trials WHERE sweep_id=$pid LIMIT 1")" --stderr)"
+[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$pid")" -eq 4 ] || fail "4 Python reports over TLS expected"
+PYTHONPATH=$PYDIR $PY - "$endpoint" "$HPO_DATA_DIR/token" "$WORK/cert.pem" "$pid" <<'PYEOF' || fail "the Python client over TLS"
+import sys
+from hpo.client import Client
+c = Client(sys.argv[1], open(sys.argv[2]).read().strip(), tls_ca=sys.argv[3])
+assert int(sys.argv[4]) in list(c.sweeps()["id"])
+PYEOF
+pass "$users; $peer; TLS: reports from hpo report and hpo.report(), plaintext refused, CLI and Python clients served"
