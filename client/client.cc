@@ -319,14 +319,14 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
                                              "; its log ", log, " ends with:\n", tail));
 }
 
-absl::Status StopDaemon(absl::Duration timeout) {
+absl::Status StopDaemon(absl::Duration timeout, bool keep_trials) {
   DataDir dir = DataDir::FromEnvironment();
   auto text = ReadFile(dir.pid_path());
   int pid = 0;
   if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid) || pid <= 1) {
     return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root()));
   }
-  if (::kill(pid, SIGTERM) != 0) {
+  if (::kill(pid, keep_trials ? SIGUSR1 : SIGTERM) != 0) {
     return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root(), " (stale pid ", pid, ")"));
   }
   absl::Time until = absl::Now() + timeout;

@@ -90,8 +90,9 @@ class TrialReporter {
 // Starts hpod for the data directory in the background, with `extra_args` (e.g. "--cpus=4"),
 // and waits until it answers.
 absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args = {});
-// Sends SIGTERM to the data directory's hpod and waits until it is gone.
-absl::Status StopDaemon(absl::Duration timeout);
+// Sends SIGTERM to the data directory's hpod (SIGUSR1 with `keep_trials`: it leaves its trials
+// running for the next start to re-adopt) and waits until it is gone.
+absl::Status StopDaemon(absl::Duration timeout, bool keep_trials = false);
 
 absl::Status FromGrpc(const grpc::Status& s);
 

@@ -306,8 +306,12 @@ int main(int argc, char** argv) {
     if (!s.ok()) rc = Fail(s);
     else std::printf("hpod started for %s\n", hpo::DataDir::FromEnvironment().root().c_str());
   });
-  daemon->add_subcommand("stop", "stop hpod (running trials end and are retried at its next start)")->callback([&] {
-    absl::Status s = hpo::client::StopDaemon(absl::Seconds(30));
+  bool keep_trials = false;
+  auto* stop = daemon->add_subcommand("stop", "stop hpod (running trials end and are retried at its next start)");
+  stop->add_flag("--keep-trials", keep_trials,
+                 "leave running trials running; the next start re-adopts them (for upgrades)");
+  stop->callback([&] {
+    absl::Status s = hpo::client::StopDaemon(absl::Seconds(30), keep_trials);
     if (!s.ok()) rc = Fail(s);
     else std::printf("hpod stopped\n");
   });

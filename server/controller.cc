@@ -53,7 +53,7 @@ void Controller::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
-void Controller::Shutdown() {
+void Controller::Shutdown(bool keep_trials) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
@@ -71,7 +71,12 @@ void Controller::Shutdown() {
   // Trials cannot outlive this daemon yet: end them and record why, so the next start retries
   // them instead of guessing.
   std::vector<Work> last;
-  last.push_back([this]() -> Done {
+  if (keep_trials) {
+    spdlog::info("leaving the running trials to the next start of hpod");
+    backend_.Detach();
+  }
+  last.push_back([this, keep_trials]() -> Done {
+    if (keep_trials) return nullptr;
     for (auto& [id, sweep] : sweeps_) {
       for (auto& t : sweep->trials) {
         if (IsFinal(t->rec.state)) continue;

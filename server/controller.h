@@ -69,8 +69,9 @@ class Controller {
   absl::Status Recover();
   void Start();
   // Finishes the current batch and joins the thread. Running trials are killed and marked LOST
-  // ("hpod stopped"); their sweeps retry them when the daemon starts again.
-  void Shutdown();
+  // ("hpod stopped"); their sweeps retry them when the daemon starts again. With `keep_trials`
+  // they go on running instead, and the next start re-adopts them (as after a crash).
+  void Shutdown(bool keep_trials = false);
 
   // Before Start: the endpoint trials report to (known once the server listens).
   void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGUSR1);  // stop, leaving the trials running (hpo daemon stop --keep-trials)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -224,10 +225,11 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  bool keep_trials = sig == SIGUSR1;
+  spdlog::info("signal {}: shutting down{}", sig, keep_trials ? ", leaving the trials running" : "");
   unix_listener->reset();  // no new local connections
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  controller.Shutdown();
+  controller.Shutdown(keep_trials);
   ::unlink(data_dir.endpoint_path().c_str());
   ::unlink(data_dir.pid_path().c_str());
   spdlog::info("hpod stopped");

@@ -116,6 +116,9 @@ class Backend {
   virtual int Running() const = 0;
   // Capacity for summaries ("4 GPUs, 8 CPUs").
   virtual std::string Describe() const = 0;
+  // The daemon exits and leaves its trials running for the next start to re-adopt: forget them,
+  // so that nothing of them is ended on the way out.
+  virtual void Detach() {}
   // The sweep will launch nothing more: whatever the backend holds for it alone can go.
   virtual void SweepEnded(int64_t /*sweep_id*/) {}
   // `wake` (thread-safe, cheap) is called from any thread when something happened that the next

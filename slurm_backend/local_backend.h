@@ -50,6 +50,7 @@ class LocalBackend final : public Backend {
 
   // Kills every trial's group at once (daemon shutdown); their kExited events follow in Poll.
   void KillAll();
+  void Detach() override { children_.clear(); }
 
   // GPUs `nvidia-smi -L` lists, 0 when it is not there.
   static int DetectGpus();

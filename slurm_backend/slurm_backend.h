@@ -77,6 +77,13 @@ class SlurmBackend final : public Backend {
   int Running() const override { return static_cast<int>(jobs_.size() + steps_.size()); }
   std::string Describe() const override;
   void SweepEnded(int64_t sweep_id) override;
+  // Steps and jobs keep running, and so do the allocations (a restart takes back those in use
+  // and cancels the rest as leftovers).
+  void Detach() override {
+    steps_.clear();
+    jobs_.clear();
+    allocs_.clear();
+  }
   void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 
   // The batch request a trial becomes in jobs mode (exposed for tests).

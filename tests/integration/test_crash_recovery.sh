@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# kill -9 of hpod at several points of a sweep, each followed by a restart: running trials keep
+# kill -9 of hpod at several points of a sweep (and once `hpo daemon stop --keep-trials`), each
+# followed by a restart: running trials keep
 # running and are re-adopted, trials that ended while hpod was down get their true outcome
 # (completed, or failed with their exit code), reports made while it was down are retried by
 # `hpo report` and stored once, no trial is lost or run twice, the sweep finishes, one `hpo watch`
@@ -42,6 +43,11 @@ before=$(reports)
 wait_for "[ \$(reports) -ge $((before + 10)) ]" 30
 crash
 start_daemon
+# 2b. A deliberate stop that leaves the trials running (as for an upgrade).
+wait_for "[ \$(reports) -ge $((before + 20)) ]" 30
+hpo daemon stop --keep-trials >/dev/null
+[ "$(trial_processes "$id")" -gt 0 ] || fail "hpo daemon stop --keep-trials ended the trials"
+start_daemon
 # 3. Down for 4 s: running trials finish meanwhile (their last reports wait for the daemon) and
 #    some end while no daemon runs at all.
 wait_for "[ \$(reports) -ge $((before + 30)) ]" 30
@@ -74,4 +80,4 @@ bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FRO
 [ -z "$bad" ] || fail "reports missing or stored twice (trial:count/distinct steps): $bad"
 [ "$(trial_processes "$id")" -eq 0 ] || fail "trial processes left behind"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"
-pass "3 crashes: $readopted re-adoptions, $known outcome(s) learned after the fact, 0 lost, 12 trials run once, 96 reports stored once"
+pass "3 crashes and a --keep-trials stop: $readopted re-adoptions, $known outcome(s) learned after the fact, 0 lost, 12 trials run once, 96 reports stored once"
