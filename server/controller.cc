@@ -795,6 +795,8 @@ void Controller::FinishSweep(SweepRt& sweep, v1::SweepState state, const std::st
   sweep.rec.message = message;
   sweep.rec.ended_at = clock_.Now();
   spdlog::info("sweep {} {}: {}", sweep.rec.id, SweepStateName(state), message);
+  // Every report of an ended sweep is in the indexed table when its end is committed.
+  if (absl::Status s = store_.FlushReportLog(); !s.ok()) spdlog::error("store: {}", s.ToString());
   SaveSweep(sweep);
   backend_.SweepEnded(sweep.rec.id);
 }

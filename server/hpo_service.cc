@@ -201,14 +201,14 @@ std::optional<Caller> HpoServiceImpl::Authorized(grpc::CallbackServerContext* ct
 }
 
 template <typename Fn>
-grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn) {
+grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn, bool writes) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::optional<Caller> caller = Authorized(ctx, reactor);
   if (!caller) return reactor;
-  controller_.Post([reactor, caller = std::move(*caller), fn = std::move(fn)]() -> Controller::Done {
+  controller_.Post([reactor, caller = std::move(*caller), fn = std::move(fn), writes]() -> Controller::Done {
     absl::Status s = fn(caller);
-    return [reactor, s](const absl::Status& commit) {
-      reactor->Finish(ToGrpc(s.ok() ? commit : s));
+    return [reactor, s, writes](const absl::Status& commit) {
+      reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
     };
   });
   return reactor;
@@ -217,7 +217,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, 
 grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
                                                         const v1::ValidateSweepRequest* req,
                                                         v1::ValidateSweepResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller&) {
+  return Read(ctx, [this, req, resp](const Caller&) {
     *resp = controller_.Validate(*req);
     return absl::OkStatus();
   });
@@ -237,7 +237,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,
                                                    const v1::GetSweepRequest* req,
                                                    v1::GetSweepResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, [this, req, resp](const Caller& caller) {
     RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
     auto sweep = controller_.GetSweep(req->sweep_id());
     if (!sweep.ok()) return sweep.status();
@@ -249,7 +249,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext* ctx,
                                                      const v1::ListSweepsRequest* req,
                                                      v1::ListSweepsResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, [this, req, resp](const Caller& caller) {
     for (auto& s : controller_.ListSweeps(req->active_only(), &caller)) *resp->add_sweeps() = std::move(s);
     return absl::OkStatus();
   });
@@ -275,7 +275,7 @@ HPO_SWEEP_VERB(ResumeSweep, Resume)
 grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
                                                      const v1::ListTrialsRequest* req,
                                                      v1::ListTrialsResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, [this, req, resp](const Caller& caller) {
     RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
     auto trials = controller_.ListTrials(*req);
     if (!trials.ok()) return trials.status();
@@ -287,7 +287,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* ctx,
                                                    const v1::GetTrialRequest* req,
                                                    v1::GetTrialResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, [this, req, resp](const Caller& caller) {
     RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
     auto trial = controller_.GetTrial(*req);
     if (!trial.ok()) return trial.status();
@@ -299,7 +299,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerContext* ctx,
                                                        const v1::TailTrialLogRequest* req,
                                                        v1::TailTrialLogResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, [this, req, resp](const Caller& caller) {
     RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
     auto dir = controller_.TrialDir(req->trial_id());
     if (!dir.ok()) return dir.status();

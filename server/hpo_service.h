@@ -61,8 +61,12 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   // The caller, or nullopt after finishing `reactor` with UNAUTHENTICATED.
   std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor) const;
   // Posts `fn(caller)` (returning absl::Status, filling the response) and finishes after commit.
+  // `writes` false (a read): the reply does not depend on the batch's commit, so reads still
+  // work while hpod cannot write its store.
   template <typename Fn>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn);
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn, bool writes = true);
+  template <typename Fn>
+  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Fn fn) { return Run(ctx, std::move(fn), false); }
 
   Controller& controller_;
   std::unique_ptr<TokenTable> tokens_;

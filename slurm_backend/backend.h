@@ -81,6 +81,14 @@ struct BackendEvent {
   std::string backend_id;  // kStarted: e.g. "local:pid=1234"
   std::string gpus;        // kStarted: the CUDA_VISIBLE_DEVICES it got
   std::string message;     // human-readable detail (exec failure, loss reason)
+
+  static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {
+    BackendEvent e;
+    e.kind = kind;
+    e.trial_id = trial_id;
+    e.time = time;
+    return e;
+  }
 };
 
 class Backend {

@@ -79,10 +79,7 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   child.process.trial_id = spec.trial_id;
   child.process.dir = spec.trial_dir;
   child.grant = *grant;
-  BackendEvent started;
-  started.kind = BackendEvent::Kind::kStarted;
-  started.trial_id = spec.trial_id;
-  started.time = clock_.Now();
+  BackendEvent started = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, clock_.Now());
   started.backend_id = pid > 0 ? absl::StrCat("local:pid=", pid) : "local:not-started";
   started.gpus = grant->CudaVisibleDevices();
   events_.push_back(started);
@@ -95,10 +92,7 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
       std::fclose(f);
     }
     pool_.Release(child.grant);
-    BackendEvent exited;
-    exited.kind = BackendEvent::Kind::kExited;
-    exited.trial_id = spec.trial_id;
-    exited.time = clock_.Now();
+    BackendEvent exited = BackendEvent::Of(BackendEvent::Kind::kExited, spec.trial_id, clock_.Now());
     exited.exit_code = 127;
     exited.message = why;
     events_.push_back(exited);
@@ -153,10 +147,7 @@ absl::Status LocalBackend::Adopt(const LaunchSpec& spec, const std::string& back
     if (absl::SimpleAtoi(g, &index)) held.push_back(index);
   }
   child.grant = pool_.AcquireExact(held, spec.resources.cpus * spec.resources.tasks_per_node);
-  BackendEvent started;
-  started.kind = BackendEvent::Kind::kStarted;
-  started.trial_id = spec.trial_id;
-  started.time = clock_.Now();
+  BackendEvent started = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, clock_.Now());
   started.backend_id = absl::StrCat("local:pid=", child.process.pid);
   started.gpus = gpus;
   events_.push_back(started);
@@ -193,10 +184,7 @@ void LocalBackend::Ended(int64_t trial_id, Child& child, const ExitRecord& outco
   // leader is still the trial's: afterwards the pid may be someone else's).
   if (!child.process.adopted || IsTrialProcess(child.process.pid, trial_id)) ::kill(-child.process.pid, SIGKILL);
   pool_.Release(child.grant);
-  BackendEvent e;
-  e.kind = BackendEvent::Kind::kExited;
-  e.trial_id = trial_id;
-  e.time = clock_.Now();
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, clock_.Now());
   e.stop_requested = child.stop_requested;
   e.exit_code = outcome.exit_code;
   e.term_signal = outcome.term_signal;
@@ -221,10 +209,7 @@ std::vector<BackendEvent> LocalBackend::Poll() {
       continue;
     }
     if (state == TrialProcess::State::kVanished) {
-      BackendEvent e;
-      e.kind = BackendEvent::Kind::kLost;
-      e.trial_id = it->first;
-      e.time = now;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLost, it->first, now);
       e.stop_requested = child.stop_requested;
       e.message = "the trial's process disappeared without a record of how it ended";
       pool_.Release(child.grant);

@@ -46,19 +46,14 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
     Sim& sim = it->second;
     if (!sim.started && now >= sim.start) {
       sim.started = true;
-      BackendEvent e;
-      e.kind = BackendEvent::Kind::kStarted;
-      e.trial_id = it->first;
-      e.time = sim.start;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, it->first, sim.start);
       e.backend_id = absl::StrCat("sim:", it->first);
       e.gpus = sim.grant.CudaVisibleDevices();
       out.push_back(e);
     }
     if (sim.started && now >= sim.end) {
-      BackendEvent e;
-      e.kind = sim.fate.lost ? BackendEvent::Kind::kLost : BackendEvent::Kind::kExited;
-      e.trial_id = it->first;
-      e.time = sim.end;
+      BackendEvent e = BackendEvent::Of(sim.fate.lost ? BackendEvent::Kind::kLost : BackendEvent::Kind::kExited,
+                                        it->first, sim.end);
       e.exit_code = sim.fate.exit_code;
       e.stop_requested = sim.stop_requested;
       if (sim.fate.lost) e.message = "simulated node failure";

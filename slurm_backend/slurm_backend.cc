@@ -294,10 +294,7 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   }
   ++a->steps;
   watcher_.Watch(step.process.pid);
-  BackendEvent e;
-  e.kind = BackendEvent::Kind::kStarted;
-  e.trial_id = spec.trial_id;
-  e.time = step.launched;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   e.backend_id = StepBackendId(step);
   events_.push_back(std::move(e));
   steps_[spec.trial_id] = std::move(step);
@@ -401,10 +398,7 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
     return absl::NotFoundError(absl::StrCat("trial ", spec.trial_id,
                                             "'s srun no longer runs, and it left no exit status"));
   }
-  BackendEvent started;
-  started.kind = BackendEvent::Kind::kStarted;
-  started.trial_id = spec.trial_id;
-  started.time = step.launched;
+  BackendEvent started = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   started.backend_id = StepBackendId(step);
   events_.push_back(std::move(started));
   if (state == TrialProcess::State::kEnded) {
@@ -584,11 +578,8 @@ void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
 
 BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   absl::Time now = clock_.Now();
-  BackendEvent e;
-  e.trial_id = step.trial_id;
-  e.time = now;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, step.trial_id, now);
   e.stop_requested = step.stop_requested;
-  e.kind = BackendEvent::Kind::kExited;
   auto alloc = allocs_.find(step.job_id);
   if (outcome == nullptr) {
     e.kind = BackendEvent::Kind::kLost;
@@ -660,10 +651,7 @@ void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
     if (found == by_name.end()) continue;
     step.step_id = found->second->step_id;
     if (!found->second->nodes.empty()) step.nodelist = found->second->nodes;
-    BackendEvent e;
-    e.kind = BackendEvent::Kind::kUpdated;
-    e.trial_id = trial_id;
-    e.time = now;
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, trial_id, now);
     e.backend_id = StepBackendId(step);
     out.push_back(std::move(e));
   }
@@ -743,10 +731,7 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
         ++it;
         continue;
       }
-      BackendEvent e;
-      e.kind = BackendEvent::Kind::kLost;
-      e.trial_id = trial_id;
-      e.time = now;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLost, trial_id, now);
       e.stop_requested = job.stop_requested;
       e.message = absl::StrCat("Slurm job ", job.job_id, " vanished");
       out.push_back(e);
@@ -758,10 +743,7 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
     bool ended = st.state != JobState::kPending && st.state != JobState::kRunning;
     if (!job.started && (st.state == JobState::kRunning || ended)) {
       job.started = true;
-      BackendEvent e;
-      e.kind = BackendEvent::Kind::kStarted;
-      e.trial_id = trial_id;
-      e.time = now;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, trial_id, now);
       e.backend_id = absl::StrCat("slurm:job=", job.job_id, " nodes=", st.nodes);
       out.push_back(e);
     }
@@ -774,11 +756,8 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
       ++it;
       continue;
     }
-    BackendEvent e;
-    e.trial_id = trial_id;
-    e.time = now;
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, now);
     e.stop_requested = job.stop_requested;
-    e.kind = BackendEvent::Kind::kExited;
     int status = static_cast<int>(st.exit_code);
     if (WIFSIGNALED(status)) {
       e.exit_code = -1;

@@ -24,3 +24,16 @@ cluster_up() {
 }
 # The test's own jobs only (another cluster may run on the machine).
 jobs_left() { squeue -h -o %i 2>/dev/null | wc -l; }
+# hpod on the Slurm backend for this test's data dir, in the background ($HPOD_PID).
+start_hpod() {
+  hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
+  HPOD_PID=$!
+  wait_for "hpo daemon status" 10
+}
+# kill -9 of that hpod, down for $1 seconds (default 0), then a new one.
+crash_hpod() {
+  kill -9 "$HPOD_PID"
+  wait "$HPOD_PID" 2>/dev/null || true
+  sleep "${1:-0}"
+  start_hpod
+}

@@ -5,9 +5,7 @@
 # submit with Slurm's reason; canceling a sweep leaves nothing in squeue.
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
-hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
-HPOD_PID=$!
-wait_for "hpo daemon status" 10
+start_hpod
 
 cat >"$WORK/gpus.yaml" <<'YAML'
 name: slurm-gpus
@@ -103,12 +101,7 @@ slurm: {mode: jobs}
 YAML
 id=$(hpo submit "$WORK/crash.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -ge 2 ]" 30
-kill -9 "$HPOD_PID"
-wait "$HPOD_PID" 2>/dev/null || true
-sleep 2
-hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
-HPOD_PID=$!
-wait_for "hpo daemon status" 10
+crash_hpod 2
 hpo wait "$id" --timeout 120 >/dev/null
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 6 ] || fail "6 trials, none retried: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 5 ] || fail "5 trials should complete: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"

@@ -11,9 +11,7 @@
 #  - bad settings are refused at submit; canceling a sweep leaves nothing in squeue.
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
-hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
-HPOD_PID=$!
-wait_for "hpo daemon status" 10
+start_hpod
 
 # --- packing 1- and 2-GPU trials into one 4-GPU allocation ---
 cat >"$WORK/mixed.yaml" <<'YAML'
@@ -191,12 +189,7 @@ wait_for "[ \$(jobs_left) -eq 0 ]" 20
 # and the sweep completes with no trial lost or run twice and nothing left in squeue ---
 id=$(hpo submit "$WORK/mixed.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -ge 2 ]" 30
-kill -9 "$HPOD_PID"
-wait "$HPOD_PID" 2>/dev/null || true
-sleep 3
-hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
-HPOD_PID=$!
-wait_for "hpo daemon status" 10
+crash_hpod 3
 hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the restart"
 lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
 [ "$lost" -eq 0 ] || fail "no trial should be LOST after the restart: $(sql "SELECT id, message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")"
@@ -215,11 +208,7 @@ wait_for "[ \$(jobs_left) -eq 0 ]" 10
 # waiting for the allocation wait again, and the sweep completes with none lost.
 id=$(hpo submit "$WORK/mixed.yaml" | tail -n 1)
 wait_for "squeue -h -o %j | grep -q hpo-alloc-" 10
-kill -9 "$HPOD_PID"
-wait "$HPOD_PID" 2>/dev/null || true
-hpod --backend slurm --data-dir "$HPO_DATA_DIR" --log-file "$HPO_DATA_DIR/hpod.log" &
-HPOD_PID=$!
-wait_for "hpo daemon status" 10
+crash_hpod
 hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the early crash"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 12 ] || fail "12 trials should complete after the early crash: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 12 ] || fail "no trial should be lost or retried after the early crash"
