@@ -22,7 +22,7 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
     if (spec.tpe_startup_trials < 1 || spec.tpe_candidates < 1) {
       return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");
     }
-    return std::make_unique<TpeSampler>(TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates});
+    return std::make_unique<TpeSampler>(TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates, spec.tpe_multivariate});
   }
   if (spec.name == "genetic") {
     GeneticOptions o{spec.population, spec.tournament, spec.crossover_rate, spec.mutation_rate,

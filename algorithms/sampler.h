@@ -24,6 +24,9 @@ struct HistoryEntry {
   std::optional<double> objective;  // the trial's objective once it finished (if it reported one)
   int64_t parent = -1;              // PBT: the trial (number) whose checkpoint it started from
   int64_t lineage = -1;             // PBT: the population member it belongs to
+  // The objective metric per step (step, value), for finished and running trials alike, when the
+  // sweep keeps curves (it has a stopper); null otherwise. TPE compares trials on it.
+  const std::vector<std::pair<int64_t, double>>* curve = nullptr;
 };
 
 // What a sampler that continues trials (PBT) says besides the parameters.
@@ -48,6 +51,7 @@ struct AlgorithmSpec {
   bool grid_shuffle = false;    // grid: visit points in a seeded random order
   int tpe_startup_trials = 10;  // tpe: random trials before the model is used
   int tpe_candidates = 24;      // tpe: draws scored per suggestion
+  bool tpe_multivariate = true;   // tpe: one joint density instead of one per parameter
   // genetic (see genetic_sampler.h)
   int population = 20;
   int tournament = 3;

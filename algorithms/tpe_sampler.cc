@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <functional>
 
 #include "algorithms/random_sampler.h"
 #include "algorithms/rng.h"
@@ -98,29 +99,207 @@ ParamValue FromAxis(const ParamDef& p, double x) {
   return v;
 }
 
+
+// The multivariate estimator (Falkner et al., 2018; Optuna's multivariate TPE): one kernel per
+// observation over all parameters at once, so that what makes a configuration good together —
+// not each coordinate on its own — is what l(x) / g(x) rewards. Numeric coordinates get a
+// truncated Gaussian whose width follows Scott's rule, 0.2 n^(-1/(d+4)) of the range; a
+// categorical coordinate keeps half its mass on the observed choice. Plus one wide prior kernel.
+struct JointParzen {
+  std::vector<const ParamDef*> params;
+  std::vector<Axis> axes;                 // per parameter (unused for categoricals)
+  std::vector<std::vector<double>> mus;   // [kernel][parameter]: axis value or choice index
+  std::vector<std::vector<double>> sigmas;
+  std::vector<std::vector<double>> lognorms;  // [kernel][parameter]: log of the truncated normalizer
+  std::vector<bool> prior;                // [kernel]: the wide prior kernel
+
+  static JointParzen Fit(const std::vector<const ParamDef*>& params, const std::vector<const Params*>& obs) {
+    JointParzen j;
+    j.params = params;
+    size_t numeric = 0;
+    for (const ParamDef* p : params) {
+      j.axes.push_back(p->type == ParamType::kCategorical ? Axis{0, 1, false} : AxisOf(*p));
+      if (p->type != ParamType::kCategorical) ++numeric;
+    }
+    double n = static_cast<double>(obs.size());
+    double scott = 0.2 * std::pow(std::max(n, 1.0), -1.0 / (static_cast<double>(numeric) + 4));
+    for (const Params* o : obs) {
+      std::vector<double> mu, sigma;
+      for (size_t d = 0; d < params.size(); ++d) {
+        const ParamDef& p = *params[d];
+        if (p.type == ParamType::kCategorical) {
+          mu.push_back(static_cast<double>(std::find(p.choices.begin(), p.choices.end(), o->at(p.name)) - p.choices.begin()));
+          sigma.push_back(0);
+          continue;
+        }
+        double range = j.axes[d].high - j.axes[d].low;
+        mu.push_back(ToAxis(p, o->at(p.name)));
+        sigma.push_back(std::clamp(scott * range, range / std::min(100.0, n + 1), range));
+      }
+      j.mus.push_back(std::move(mu));
+      j.sigmas.push_back(std::move(sigma));
+      j.prior.push_back(false);
+    }
+    std::vector<double> mu, sigma;
+    for (size_t d = 0; d < params.size(); ++d) {
+      mu.push_back(0.5 * (j.axes[d].low + j.axes[d].high));
+      sigma.push_back(j.axes[d].high - j.axes[d].low);
+    }
+    j.mus.push_back(std::move(mu));
+    j.sigmas.push_back(std::move(sigma));
+    j.prior.push_back(true);
+    for (size_t k = 0; k < j.mus.size(); ++k) {
+      std::vector<double> norms;
+      for (size_t d = 0; d < params.size(); ++d) {
+        double s = j.sigmas[k][d], m = j.mus[k][d];
+        if (params[d]->type == ParamType::kCategorical) {
+          norms.push_back(0);
+          continue;
+        }
+        double mass = Parzen::Phi((j.axes[d].high - m) / s) - Parzen::Phi((j.axes[d].low - m) / s);
+        norms.push_back(-std::log(s * std::sqrt(2 * kPi) * std::max(mass, 1e-12)));
+      }
+      j.lognorms.push_back(std::move(norms));
+    }
+    return j;
+  }
+
+  // log of kernel k's density at x (one coordinate per parameter).
+  double KernelLog(size_t k, const std::vector<double>& x) const {
+    double total = 0;
+    for (size_t d = 0; d < params.size(); ++d) {
+      const ParamDef& p = *params[d];
+      if (p.type == ParamType::kCategorical) {
+        double choices = static_cast<double>(p.choices.size());
+        double mass = prior[k] ? 1.0 / choices : (x[d] == mus[k][d] ? 0.5 : 0.0) + 0.5 / choices;
+        total += std::log(mass);
+        continue;
+      }
+      double z = (x[d] - mus[k][d]) / sigmas[k][d];
+      total += -0.5 * z * z + lognorms[k][d];
+    }
+    return total;
+  }
+
+  double LogPdf(const std::vector<double>& x) const {
+    std::vector<double> logs;
+    for (size_t k = 0; k < mus.size(); ++k) logs.push_back(KernelLog(k, x));
+    double top = *std::max_element(logs.begin(), logs.end());
+    double sum = 0;
+    for (double l : logs) sum += std::exp(l - top);
+    return top + std::log(sum / static_cast<double>(mus.size()));
+  }
+
+  std::vector<double> Sample(Rng& rng) const {
+    size_t k = static_cast<size_t>(rng.Below(mus.size()));
+    std::vector<double> x;
+    for (size_t d = 0; d < params.size(); ++d) {
+      const ParamDef& p = *params[d];
+      if (p.type == ParamType::kCategorical) {
+        bool keep = !prior[k] && rng.Uniform() < 0.5;
+        x.push_back(keep ? mus[k][d] : static_cast<double>(rng.Below(p.choices.size())));
+        continue;
+      }
+      Parzen one;
+      one.low = axes[d].low;
+      one.high = axes[d].high;
+      one.mus = {mus[k][d]};
+      one.sigmas = {sigmas[k][d]};
+      x.push_back(one.Sample(rng));
+    }
+    return x;
+  }
+};
+
+// The value of a curve at its first point at or past `step`.
+double ValueAt(const std::vector<std::pair<int64_t, double>>& curve, int64_t step) {
+  for (const auto& [s, v] : curve) {
+    if (s >= step) return v;
+  }
+  return curve.back().second;
+}
+
 }  // namespace
+
+std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
+  // With curves, trials are compared at one step: the furthest that at least half of them reached.
+  std::vector<const HistoryEntry*> curved;
+  std::vector<int64_t> reached;
+  for (const HistoryEntry& h : *req.history) {
+    if (h.curve == nullptr || h.curve->empty() || !req.space->Contains(h.params)) continue;
+    curved.push_back(&h);
+    reached.push_back(h.curve->back().first);
+  }
+  std::vector<const HistoryEntry*> out;
+  if (!curved.empty()) {
+    size_t half = (reached.size() - 1) / 2;
+    std::nth_element(reached.begin(), reached.begin() + static_cast<ptrdiff_t>(half), reached.end(), std::greater<>());
+    int64_t step = reached[half];
+    std::vector<std::pair<double, const HistoryEntry*>> at;
+    for (const HistoryEntry* h : curved) {
+      // A running trial short of the step is not known to be bad: it is left out.
+      if (h->curve->back().first < step) {
+        if (h->finished) out.push_back(h);
+        continue;
+      }
+      double v = ValueAt(*h->curve, step);
+      if (std::isfinite(v)) at.emplace_back(v, h);
+    }
+    std::stable_sort(at.begin(), at.end(), [&](const auto& a, const auto& b) { return IsBetter(a.first, b.first, req.direction); });
+    std::stable_sort(out.begin(), out.end(), [](const HistoryEntry* a, const HistoryEntry* b) {
+      return a->curve->back().first > b->curve->back().first;
+    });
+    std::vector<const HistoryEntry*> ranked;
+    for (const auto& [v, h] : at) ranked.push_back(h);
+    ranked.insert(ranked.end(), out.begin(), out.end());
+    return ranked;
+  }
+  // Otherwise finished trials with an objective, best first.
+  for (const HistoryEntry& h : *req.history) {
+    if (h.finished && h.objective && std::isfinite(*h.objective) && req.space->Contains(h.params)) {
+      out.push_back(&h);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const HistoryEntry* a, const HistoryEntry* b) {
+    return IsBetter(*a->objective, *b->objective, req.direction);
+  });
+  return out;
+}
 
 absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& req) const {
   Rng rng(req.seed, static_cast<uint64_t>(req.trial_number));
-  // Finished trials with an objective, best first.
-  std::vector<const HistoryEntry*> done;
-  for (const HistoryEntry& h : *req.history) {
-    if (h.finished && h.objective && std::isfinite(*h.objective) && req.space->Contains(h.params)) {
-      done.push_back(&h);
-    }
-  }
+  std::vector<const HistoryEntry*> done = Ranked(req);
   if (static_cast<int>(done.size()) < options_.startup_trials) {
     Params out;
     for (const ParamDef& p : req.space->params) out[p.name] = RandomSampler::Draw(p, rng);
     return std::optional<Params>(std::move(out));
   }
-  std::stable_sort(done.begin(), done.end(), [&](const HistoryEntry* a, const HistoryEntry* b) {
-    return IsBetter(*a->objective, *b->objective, req.direction);
-  });
   size_t n_good = std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(done.size()))), 25);
   n_good = std::max<size_t>(n_good, 1);
 
   Params out;
+  if (options_.multivariate) {
+    std::vector<const ParamDef*> params;
+    for (const ParamDef& p : req.space->params) {
+      if (p.type == ParamType::kFixed) out[p.name] = p.value;
+      else params.push_back(&p);
+    }
+    std::vector<const Params*> good, bad;
+    for (size_t i = 0; i < done.size(); ++i) (i < n_good ? good : bad).push_back(&done[i]->params);
+    JointParzen l = JointParzen::Fit(params, good), g = JointParzen::Fit(params, bad);
+    std::vector<double> best_x;
+    double best_score = -1e300;
+    for (int c = 0; c < options_.candidates; ++c) {
+      std::vector<double> x = l.Sample(rng);
+      double score = l.LogPdf(x) - g.LogPdf(x);
+      if (score > best_score) best_score = score, best_x = std::move(x);
+    }
+    for (size_t d = 0; d < params.size(); ++d) {
+      const ParamDef& p = *params[d];
+      out[p.name] = p.type == ParamType::kCategorical ? p.choices[static_cast<size_t>(best_x[d])] : FromAxis(p, best_x[d]);
+    }
+    return std::optional<Params>(std::move(out));
+  }
   for (const ParamDef& p : req.space->params) {
     if (p.type == ParamType::kFixed) {
       out[p.name] = p.value;

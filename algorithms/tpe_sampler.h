@@ -1,12 +1,18 @@
 #pragma once
-// TpeSampler: the tree-structured Parzen estimator (Bergstra et al., 2011), univariate.
+// TpeSampler: the tree-structured Parzen estimator (Bergstra et al., 2011).
 //
-// After `startup_trials` random draws, the finished trials with an objective are split into the
-// best gamma(n) = min(ceil(0.1 n), 25) ("good") and the rest ("bad"). For each parameter, two
-// densities are fitted — l(x) on the good values, g(x) on the bad ones, each a mixture with one
-// truncated Gaussian per observation (in log space for log parameters) plus a wide prior — and
-// `candidates` draws from l are scored by log l(x) - log g(x); the best is proposed. Categorical
-// parameters use smoothed counts. Deterministic in (seed, trial number, history); no state.
+// After `startup_trials` random draws, the known trials are split into the best
+// gamma(n) = min(ceil(0.1 n), 25) ("good") and the rest ("bad"). Two densities are fitted — l(x)
+// on the good configurations, g(x) on the bad ones — and `candidates` draws from l are scored by
+// log l(x) - log g(x); the best is proposed. Multivariate (the default): one joint density, a
+// kernel per trial over all parameters (Scott's-rule widths); univariate: one density per
+// parameter, its kernel width the gap to the neighbouring observations. Numeric parameters are
+// modelled in log space for log parameters; categoricals with smoothed counts / kernels.
+//
+// Which trials, ranked how: when the history carries curves (the sweep has a stopper), every
+// trial that has reported, running or not, compared at the furthest step at least half of them
+// reached; else the finished trials by their objective. Deterministic in (seed, trial number,
+// history); no state.
 
 #include "algorithms/sampler.h"
 
@@ -15,6 +21,7 @@ namespace hpo::algorithms {
 struct TpeOptions {
   int startup_trials = 10;
   int candidates = 24;
+  bool multivariate = true;  // one joint density over all parameters instead of one per parameter
 };
 
 class TpeSampler final : public Sampler {
@@ -25,6 +32,8 @@ class TpeSampler final : public Sampler {
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
 
  private:
+  // The trials the model learns from, best first (see above).
+  static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req);
   TpeOptions options_;
 };
 

@@ -383,7 +383,7 @@ absl::Status Controller::Recover() {
       if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
       trials_by_id_[rt->rec.id] = {&s, rt.get()};
       s.history.push_back({rt->rec.number, rt->rec.params, IsFinal(rt->rec.state), rt->rec.objective,
-                           rt->rec.parent, rt->rec.lineage});
+                           rt->rec.parent, rt->rec.lineage, s.stopper_is_none ? nullptr : &rt->curve});
       s.trials.push_back(std::move(rt));
     }
     sweeps_[id] = std::move(sweep);
@@ -563,7 +563,8 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   rec.id = *id;
   TrialRt& trial = *rt;
   trials_by_id_[rec.id] = {&sweep, rt.get()};
-  sweep.history.push_back({rec.number, rec.params, false, std::nullopt, rec.parent, rec.lineage});
+  sweep.history.push_back({rec.number, rec.params, false, std::nullopt, rec.parent, rec.lineage,
+                           sweep.stopper_is_none ? nullptr : &trial.curve});
   sweep.trials.push_back(std::move(rt));
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);

@@ -298,7 +298,7 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   auto it = report.metrics.find(objective.metric);
   if (it != report.metrics.end()) {
     double value = it->second;
-    if (!sweep->stopper_is_none) trial->curve.emplace_back(step, value);  // only stoppers read it
+    if (!sweep->stopper_is_none) trial->curve.emplace_back(step, value);  // stoppers and TPE read it
     if (!objective.use_best || !rec.objective || IsBetter(value, *rec.objective, objective.direction)) {
       rec.objective = value;
     }

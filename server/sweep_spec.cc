@@ -533,7 +533,7 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.algorithm.name = node.Scalar();
   } else if (ExpectMap(node, "algorithm")) {
-    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates", "population",
+    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates", "multivariate", "population",
                                   "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
                                   "elitism", "demes", "migration_interval", "quantile", "resample_rate",
                                   "perturb"});
@@ -543,6 +543,7 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
     if (node["shuffle"]) spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
     if (node["startup_trials"]) spec.algorithm.tpe_startup_trials = static_cast<int>(Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
     if (node["candidates"]) spec.algorithm.tpe_candidates = static_cast<int>(Integer(node["candidates"], "algorithm candidates", 1, 10000).value_or(24));
+    if (node["multivariate"]) spec.algorithm.tpe_multivariate = Bool(node["multivariate"], "algorithm multivariate").value_or(true);
     auto& a = spec.algorithm;
     for (auto [key, field, lo, hi] : {std::tuple{"population", &a.population, 2, 100000}, {"tournament", &a.tournament, 1, 1000},
                                       {"elitism", &a.elitism, 0, 100000}, {"demes", &a.demes, 1, 1000},

@@ -12,9 +12,9 @@ namespace {
 
 using namespace ::hpo::algorithms::testing;  // NOLINT
 
-void Compare(const SearchSpace& space, const Objective& f, int trials, const char* name) {
+void Compare(const SearchSpace& space, const Objective& f, int trials, const char* name, bool multivariate) {
   RandomSampler random;
-  TpeSampler tpe({10, 24});
+  TpeSampler tpe({10, 24, multivariate});
   std::vector<double> r, t;
   int wins = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
@@ -22,22 +22,26 @@ void Compare(const SearchSpace& space, const Objective& f, int trials, const cha
     t.push_back(Run(tpe, space, f, trials, seed));
     wins += t.back() < r.back() ? 1 : 0;
   }
-  std::printf("%s, %d trials, 10 seeds: median best random %.4f, TPE %.4f; TPE better in %d/10\n", name,
-              trials, Median(r), Median(t), wins);
+  std::printf("%s, %d trials, 10 seeds: median best random %.4f, %s TPE %.4f; TPE better in %d/10\n", name,
+              trials, Median(r), multivariate ? "multivariate" : "univariate", Median(t), wins);
   EXPECT_LT(Median(t), Median(r)) << name;
   EXPECT_GE(wins, 7) << name;
 }
 
-TEST(Tpe, BeatsRandomOnBranin) { Compare(Box({{-5, 10}, {0, 15}}), Branin, 100, "Branin"); }
+class TpeVariants : public ::testing::TestWithParam<bool> {};
 
-TEST(Tpe, BeatsRandomOnHartmann6) { Compare(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 100, "Hartmann-6"); }
+TEST_P(TpeVariants, BeatsRandomOnBranin) { Compare(Box({{-5, 10}, {0, 15}}), Branin, 100, "Branin", GetParam()); }
 
-TEST(Tpe, SameSeedSameSuggestionsAndTypesKept) {
+TEST_P(TpeVariants, BeatsRandomOnHartmann6) {
+  Compare(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 100, "Hartmann-6", GetParam());
+}
+
+TEST_P(TpeVariants, SameSeedSameSuggestionsAndTypesKept) {
   SearchSpace s;
-  s.params.push_back({"lr", ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}});
-  s.params.push_back({"units", ParamType::kInt, 8, 64, false, 8.0, {}, {}});
-  s.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt, {std::string("a"), std::string("b")}, {}});
-  TpeSampler tpe({5, 24});
+  s.params.push_back({"lr", ::hpo::algorithms::ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}});
+  s.params.push_back({"units", ::hpo::algorithms::ParamType::kInt, 8, 64, false, 8.0, {}, {}});
+  s.params.push_back({"act", ::hpo::algorithms::ParamType::kCategorical, 0, 0, false, std::nullopt, {std::string("a"), std::string("b")}, {}});
+  TpeSampler tpe({5, 24, GetParam()});
   std::vector<HistoryEntry> history;
   for (int t = 0; t < 30; ++t) {
     SuggestRequest req{&s, &history, t, 3, Direction::kMaximize};
@@ -49,6 +53,56 @@ TEST(Tpe, SameSeedSameSuggestionsAndTypesKept) {
     double lr = std::get<double>((**a).at("lr"));
     history.push_back({t, **a, true, -std::abs(std::log10(lr) + 2)});  // best near lr = 0.01
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tpe, TpeVariants, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Multivariate" : "Univariate"; });
+
+// With curves (a sweep with a stopper), trials are compared at the furthest step at least half of
+// them reached, and running trials count. Here 40 trials spread over [0, 1] reported step 1, best
+// near x = 0.8; 4 trials near x = 0.2 looked bad at step 1 but ran to step 27, where every value
+// is lower, as curves fall. Compared at step 1, x = 0.8 is good; by final objective, x = 0.2.
+TEST_P(TpeVariants, ComparesCurvesAtTheStepMostTrialsReached) {
+  SearchSpace s = Box({{0, 1}});
+  std::vector<std::vector<std::pair<int64_t, double>>> curves;
+  curves.reserve(64);
+  std::vector<HistoryEntry> history;
+  auto add = [&](double x, std::vector<std::pair<int64_t, double>> curve, bool finished) {
+    curves.push_back(std::move(curve));
+    int64_t n = static_cast<int64_t>(history.size());
+    history.push_back({n, {{"x1", x}}, finished, finished ? std::optional(curves.back().back().second) : std::nullopt,
+                       -1, -1, &curves.back()});
+  };
+  for (int i = 0; i < 40; ++i) {
+    double x = (i + 0.5) / 40.0;
+    // Some are still running: they count too.
+    add(x, {{1, 1.0 + (x - 0.8) * (x - 0.8)}}, i % 4 != 0);
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::vector<std::pair<int64_t, double>> curve;
+    for (int64_t step = 1; step <= 27; ++step) curve.emplace_back(step, step == 1 ? 2.0 : 0.1);
+    add(0.15 + 0.03 * i, curve, true);
+  }
+  TpeSampler tpe({10, 24, GetParam()});
+  // The proposals' median x.
+  auto proposed = [&] {
+    std::vector<double> xs;
+    for (int64_t t = 0; t < 21; ++t) {
+      SuggestRequest req{&s, &history, 100 + t, 7, Direction::kMinimize};
+      auto p = tpe.Suggest(req);
+      EXPECT_TRUE(p.ok() && p->has_value());
+      xs.push_back(X(**p, "x1"));
+    }
+    return Median(xs);
+  };
+  EXPECT_NEAR(proposed(), 0.8, 0.1);
+  // Without curves it ranks finished trials by objective: the x = 0.2 trials win.
+  for (HistoryEntry& h : history) {
+    h.finished = true;
+    h.objective = h.curve->back().second;
+    h.curve = nullptr;
+  }
+  EXPECT_NEAR(proposed(), 0.2, 0.1);
 }
 
 }  // namespace
