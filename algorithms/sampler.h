@@ -5,7 +5,9 @@
 // number and the sweep's seed: it keeps no state between calls, so a daemon that reloads the
 // history from its store continues the same search. Implementations are thread-compatible.
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +31,13 @@ struct HistoryEntry {
   const std::vector<std::pair<int64_t, double>>* curve = nullptr;
 };
 
+// What SuggestRequest::objectives holds for an entry: its objective once it finished with a
+// finite one, NaN otherwise.
+inline double ObjectiveColumn(const HistoryEntry& h) {
+  return h.finished && h.objective && std::isfinite(*h.objective) ? *h.objective
+                                                                 : std::numeric_limits<double>::quiet_NaN();
+}
+
 // What a sampler that continues trials (PBT) says besides the parameters.
 struct SuggestOutput {
   int64_t parent = -1;   // the trial whose checkpoint the new one starts from; -1: from scratch
@@ -42,6 +51,10 @@ struct SuggestRequest {
   uint64_t seed = 0;
   Direction direction = Direction::kMinimize;
   SuggestOutput* output = nullptr;  // filled by samplers that continue trials; may be null
+  // Optional, for long sweeps: objectives[i] is the objective of the trial numbered i
+  // (history[i].number == i) when it finished with a finite one, NaN otherwise. Samplers that
+  // scan the whole history (genetic) read this column instead of every entry.
+  const std::vector<double>* objectives = nullptr;
 };
 
 // Algorithm settings from the sweep file (`algorithm:` section).

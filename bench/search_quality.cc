@@ -1,19 +1,21 @@
 // search_quality: how fast each search method finds a good configuration, in virtual time, side
 // by side with Optuna 3.1 on the same problems with the same simulated parallelism.
 //
-// A cluster of W workers where one epoch costs one time unit. Each free worker starts the trial
-// the method suggests; after every epoch the trial reports its value and the stopper decides
-// whether it goes on (up to 27 epochs). Problems: (a) Hartmann-6 with an analytic learning curve
-// whose speed depends on the configuration (so early epochs mislead a little); (b) a table of real
-// learning curves, scikit-learn's MLP on the digits data (bench/data/digits_mlp_curves.csv, made
-// once by bench/make_curves.py); suggestions snap to the table's grid. Regret: best value seen
-// so far minus the problem's best. The methods run hpod's own Sampler and Stopper code (the code
-// the controller calls); bench/optuna_quality.py runs Optuna's TPE with its SuccessiveHalving and
-// Hyperband pruners through the same loop. Prints markdown tables: median [quartiles] over seeds.
+// Each hpod run is a real sweep: the controller with its SQLite store and trial directories, and
+// the simulated backend with W slots in virtual time, where one epoch costs one second. A trial
+// reports its value after every epoch over the controller's report path (up to 27 epochs) and
+// honours a stop at once. Problems: (a) Hartmann-6 with an analytic learning curve whose speed
+// depends on the configuration (so early epochs mislead a little); (b) a table of real learning
+// curves, scikit-learn's MLP on the digits data (bench/data/digits_mlp_curves.csv, made once by
+// bench/make_curves.py); suggestions snap to the table's grid. Regret: best value seen so far
+// minus the problem's best. bench/optuna_quality.py runs Optuna's TPE with its
+// SuccessiveHalving and Hyperband pruners through the same event loop. Prints markdown tables:
+// median [quartiles] over seeds, and each hpod method's budget to reach Optuna's final regret.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -22,28 +24,29 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "algorithms/sampler.h"
-#include "algorithms/stopper.h"
+#include "algorithms/search_space.h"
 #include "bench/functions.h"
+#include "common/clock.h"
+#include "server/controller.h"
+#include "server/sqlite_store.h"
+#include "slurm_backend/simulated_backend.h"
+#include "spdlog/spdlog.h"
 
 namespace {
 
-using hpo::algorithms::AlgorithmSpec;
-using hpo::algorithms::Curve;
-using hpo::algorithms::Direction;
-using hpo::algorithms::HistoryEntry;
 using hpo::algorithms::ParamDef;
 using hpo::algorithms::Params;
 using hpo::algorithms::ParamType;
 using hpo::algorithms::ParamValue;
 using hpo::algorithms::SearchSpace;
-using hpo::algorithms::StopperSpec;
 
 constexpr int kEpochs = 27;
 
@@ -136,73 +139,146 @@ Problem DigitsTable(const std::string& path) {
 
 struct Method {
   std::string name;
-  AlgorithmSpec algorithm;
-  StopperSpec stopper;
+  std::string algorithm;  // the sweep file's `algorithm:` value
+  std::string stopper;    // its `early_stopping:` value
 };
+
+// The sweep file's `parameters:` for a space.
+std::string ParametersYaml(const SearchSpace& space) {
+  std::string out = "parameters:\n";
+  for (const ParamDef& p : space.params) {
+    if (p.type == ParamType::kCategorical) {
+      std::vector<std::string> v;
+      for (const ParamValue& c : p.choices) v.push_back(hpo::algorithms::FormatValue(c));
+      absl::StrAppend(&out, "  ", p.name, ": {type: categorical, values: [", absl::StrJoin(v, ", "), "]}\n");
+    } else {
+      absl::StrAppend(&out, "  ", p.name, ": {type: ", p.type == ParamType::kInt ? "int" : "float", ", low: ",
+                      hpo::algorithms::FormatValue(p.low), ", high: ", hpo::algorithms::FormatValue(p.high),
+                      p.log ? ", log: true" : "", "}\n");
+    }
+  }
+  return out;
+}
+
+// A trial's parameters, read back from its `--name=value` arguments.
+Params ParamsFromArgv(const SearchSpace& space, const std::vector<std::string>& argv) {
+  Params out;
+  for (const std::string& arg : argv) {
+    auto eq = arg.find('=');
+    if (arg.rfind("--", 0) != 0 || eq == std::string::npos) continue;
+    std::string name = arg.substr(2, eq - 2), text = arg.substr(eq + 1);
+    for (const ParamDef& p : space.params) {
+      if (p.name != name) continue;
+      if (p.type == ParamType::kCategorical) {
+        for (const ParamValue& c : p.choices) {
+          if (hpo::algorithms::FormatValue(c) == text) out[name] = c;
+        }
+      } else if (p.type == ParamType::kInt) {
+        int64_t v = 0;
+        if (absl::SimpleAtoi(text, &v)) out[name] = v;
+      } else {
+        double v = 0;
+        if (absl::SimpleAtod(text, &v)) out[name] = v;
+      }
+    }
+  }
+  return out;
+}
 
 // Best regret after each epoch spent: (epochs spent, virtual time, regret).
 struct Point {
   double spent, time, regret;
 };
 
-std::vector<Point> Simulate(const Problem& problem, const Method& method, int workers, uint64_t seed, int budget) {
-  auto sampler = *hpo::algorithms::MakeSampler(method.algorithm, problem.space);
-  auto stopper = *hpo::algorithms::MakeStopper(method.stopper);
-  std::vector<HistoryEntry> history;
-  std::vector<std::vector<std::pair<int64_t, double>>> curves;
-  curves.reserve(100000);
+// One run: a real controller with its SQLite store and trial directories, and the simulated
+// backend with W slots in virtual time. A trial reports its value after each epoch (one virtual
+// second) and ends after kEpochs; told to stop, it stops at once (stop_grace 0). Returns after
+// `budget` epochs.
+std::vector<Point> Simulate(const Problem& problem, const Method& method, int workers, uint64_t seed, int budget,
+                            const std::string& root) {
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+  const absl::Time t0 = clock.Now();
+  hpo::server::SqliteStore::Options store_options;
+  store_options.durable = false;  // virtual time: fsync would only slow the run
+  auto store = hpo::server::SqliteStore::Open(root + "/hpod.db", store_options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "search_quality: %s\n", store.status().ToString().c_str());
+    std::exit(2);
+  }
   struct Running {
-    int64_t number;
-    int epoch;
-    double next;  // time its next epoch ends
+    std::string token;
+    Params params;
+    absl::Time start;
+    int epoch = 0;
   };
-  std::vector<Running> running;
+  std::map<int64_t, Running> running;
+  hpo::backend::SimulatedBackend backend(clock, 0, workers, [&](const hpo::backend::LaunchSpec& spec) {
+    running[spec.trial_id] = {spec.env.at("HPO_TRIAL_TOKEN"), ParamsFromArgv(problem.space, spec.argv), clock.Now()};
+    hpo::backend::SimulatedFate fate;
+    fate.run_time = absl::Seconds(kEpochs) + absl::Milliseconds(1);
+    return fate;
+  });
+  backend.keep_launched(false);
+  hpo::server::Controller::Options options;
+  options.data_dir = hpo::DataDir(root);
+  options.report_endpoint = "unix:/nowhere";
+  options.tick = absl::Milliseconds(1);
+  hpo::server::Controller controller(options, **store, backend, clock);
+  if (!controller.Recover().ok()) std::exit(2);
+  hpo::v1::SubmitSweepRequest req;
+  req.set_spec_yaml(absl::StrCat("name: quality\ncommand: [train]\npass_params: flags\n", ParametersYaml(problem.space),
+                                 "objective: {metric: value, direction: minimize}\n",
+                                 "budget: {max_trials: 100000, max_concurrent: ", workers, "}\n",
+                                 "algorithm: ", method.algorithm, "\nearly_stopping: ", method.stopper,
+                                 "\nstop_grace: 0s\nseed: ", seed, "\n"));
+  req.set_source("quality.yaml");
+  req.set_base_dir(root);
+  if (auto sweep = controller.Submit(req); !sweep.ok()) {
+    std::fprintf(stderr, "search_quality: %s\n", sweep.status().ToString().c_str());
+    std::exit(2);
+  }
   std::vector<Point> out;
   double best = INFINITY;
   int spent = 0;
-  double now = 0;
   while (spent < budget) {
-    while (static_cast<int>(running.size()) < workers) {
-      int64_t n = static_cast<int64_t>(history.size());
-      hpo::algorithms::SuggestRequest req{&problem.space, &history, n, seed, Direction::kMinimize};
-      auto params = sampler->Suggest(req);
-      if (!params.ok() || !params->has_value()) std::exit(3);
-      history.push_back({n, **params, false, std::nullopt});
-      curves.emplace_back();
-      // Like the controller: samplers see curves when the sweep keeps them (it has a stopper).
-      if (method.stopper.name != "none") history.back().curve = &curves.back();
-      running.push_back({n, 0, now + 1});
-    }
-    auto it = std::min_element(running.begin(), running.end(), [](const Running& a, const Running& b) {
-      return a.next != b.next ? a.next < b.next : a.number < b.number;
-    });
-    now = it->next;
-    int64_t n = it->number;
-    int epoch = ++it->epoch;
-    double y = problem.value(history[static_cast<size_t>(n)].params, epoch);
-    curves[static_cast<size_t>(n)].emplace_back(epoch, y);
-    ++spent;
-    best = std::min(best, y);
-    out.push_back({static_cast<double>(spent), now, best - problem.best});
-    bool stop = epoch >= kEpochs;
-    if (!stop) {
-      Curve mine{n, curves[static_cast<size_t>(n)], false};
-      std::vector<Curve> other_curves;
-      other_curves.reserve(curves.size());
-      for (size_t i = 0; i < curves.size(); ++i) {
-        if (static_cast<int64_t>(i) != n) other_curves.push_back({static_cast<int64_t>(i), curves[i], history[i].finished});
+    // Every trial whose next epoch is done reports it; a stop is honoured at once.
+    for (auto it = running.begin(); it != running.end() && spent < budget;) {
+      Running& r = it->second;
+      if (clock.Now() < r.start + absl::Seconds(r.epoch + 1)) {
+        ++it;
+        continue;
       }
-      std::vector<const Curve*> others;
-      for (const Curve& c : other_curves) others.push_back(&c);
-      stop = stopper->Decide(mine, others, Direction::kMinimize).decision == hpo::algorithms::Decision::kStop;
+      int epoch = ++r.epoch;
+      double y = problem.value(r.params, epoch);
+      ++spent;
+      best = std::min(best, y);
+      out.push_back({static_cast<double>(spent), absl::ToDoubleSeconds(clock.Now() - t0), best - problem.best});
+      hpo::v1::ReportRequest report;
+      report.set_trial_id(it->first);
+      report.set_step(epoch);
+      (*report.mutable_metrics())["value"] = y;
+      int64_t id = it->first;
+      controller.Post([&controller, &running, report, token = r.token, id]() -> hpo::server::Controller::Done {
+        auto reply = controller.Report(report, token);
+        if (!reply.ok()) {
+          std::fprintf(stderr, "search_quality: report refused: %s\n", reply.status().ToString().c_str());
+          std::exit(2);
+        }
+        if (reply->action() == hpo::v1::ReportResponse::ACTION_STOP) running.erase(id);
+        return nullptr;
+      });
+      // After its last epoch the trial exits (the backend ends it a moment later).
+      it = epoch >= kEpochs ? running.erase(it) : std::next(it);
     }
-    if (stop) {
-      history[static_cast<size_t>(n)].finished = true;
-      history[static_cast<size_t>(n)].objective = y;
-      running.erase(it);
-    } else {
-      it->next = now + 1;
-    }
+    controller.RunOnce();
+    // Until every slot runs a trial the controller needs its ticks; then on to the next report.
+    absl::Time next = clock.Now() + absl::Seconds(kEpochs);
+    for (const auto& [id, r] : running) next = std::min(next, r.start + absl::Seconds(r.epoch + 1));
+    if (static_cast<int>(running.size()) < workers) next = std::min(next, clock.Now() + absl::Milliseconds(1));
+    if (controller.AllSweepsEnded()) break;
+    clock.Set(std::max(next, clock.Now()));
   }
   return out;
 }
@@ -307,30 +383,21 @@ int main(int argc, char** argv) {
   app.add_option("--budget", budget, "epochs per run")->capture_default_str();
   app.add_option("--workers", workers, "simulated workers (several runs)")->capture_default_str();
   app.add_flag("--no-optuna", no_optuna, "skip Optuna");
-  int tpe_startup = 10, min_resource = 1;
-  app.add_option("--tpe-startup", tpe_startup, "hpod TPE's random trials before the model (Optuna's default is 10)")
-      ->capture_default_str();
-  app.add_option("--min-resource", min_resource, "first rung of hpod's ASHA / Hyperband")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::warn);  // the controller's per-trial log lines
 
-  StopperSpec none;
-  StopperSpec asha{"asha", 1, kEpochs, 3, 3, 1, 3};
-  StopperSpec hyperband{"hyperband", 1, kEpochs, 3, 3, 1, 3};
-  AlgorithmSpec random, tpe, genetic;
-  tpe.name = "tpe";
-  AlgorithmSpec tpe_univariate = tpe;
-  tpe_univariate.tpe_multivariate = false;
-  genetic.name = "genetic";
-  genetic.population = 16;
-  std::vector<Method> methods = {{"hpod random", random, none},       {"hpod random + ASHA", random, asha},
-                                 {"hpod random + Hyperband", random, hyperband}, {"hpod genetic", genetic, none},
-                                 {"hpod TPE", tpe, none},             {"hpod TPE + ASHA", tpe, asha},
-                                 {"hpod TPE + Hyperband", tpe, hyperband}, {"hpod genetic + ASHA", genetic, asha},
-                                 {"hpod TPE univariate + ASHA", tpe_univariate, asha}};
-  for (Method& m : methods) {
-    m.algorithm.tpe_startup_trials = tpe_startup;
-    if (m.stopper.name != "none") m.stopper.min_resource = min_resource;
-  }
+  std::string asha = "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3}";
+  std::string hyperband = "{name: hyperband, min_resource: 1, max_resource: 27, reduction_factor: 3, brackets: 3}";
+  std::vector<Method> methods = {{"hpod random", "random", "none"},
+                                 {"hpod random + ASHA", "random", asha},
+                                 {"hpod random + Hyperband", "random", hyperband},
+                                 {"hpod genetic", "{name: genetic, population: 16}", "none"},
+                                 {"hpod TPE", "{name: tpe}", "none"},
+                                 {"hpod TPE + ASHA", "{name: tpe}", asha},
+                                 {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
+                                 {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
+                                 {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha}};
+  std::string root = std::filesystem::temp_directory_path() / ("hpo-quality-" + std::to_string(::getpid()));
   std::vector<std::pair<std::string, Problem>> problems;
   for (const std::string& key : only) {
     if (key == "hartmann6") problems.emplace_back(key, Hartmann6Curve());
@@ -341,7 +408,9 @@ int main(int argc, char** argv) {
     for (int w : workers) {
       Results results;
       for (const Method& m : methods) {
-        for (int s = 1; s <= seeds; ++s) results[m.name].push_back(Simulate(problem, m, w, static_cast<uint64_t>(s), budget));
+        for (int s = 1; s <= seeds; ++s) {
+          results[m.name].push_back(Simulate(problem, m, w, static_cast<uint64_t>(s), budget, root));
+        }
       }
       Results optuna;
       if (!no_optuna) {
@@ -386,5 +455,6 @@ int main(int argc, char** argv) {
       }
     }
   }
+  std::filesystem::remove_all(root);
   return 0;
 }

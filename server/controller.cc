@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -384,6 +385,7 @@ absl::Status Controller::Recover() {
       trials_by_id_[rt->rec.id] = {&s, rt.get()};
       s.history.push_back({rt->rec.number, rt->rec.params, IsFinal(rt->rec.state), rt->rec.objective,
                            rt->rec.parent, rt->rec.lineage, s.stopper_is_none ? nullptr : &rt->curve});
+      s.objectives.push_back(algorithms::ObjectiveColumn(s.history.back()));
       s.trials.push_back(std::move(rt));
     }
     sweeps_[id] = std::move(sweep);
@@ -529,6 +531,7 @@ bool Controller::CreateTrial(SweepRt& sweep) {
     algorithms::SuggestRequest req;
     req.space = &sweep.spec.space;
     req.history = &sweep.history;
+    req.objectives = &sweep.objectives;
     req.trial_number = sweep.sampled;
     req.seed = sweep.spec.seed;
     req.direction = sweep.spec.objective.direction;
@@ -565,6 +568,7 @@ bool Controller::CreateTrial(SweepRt& sweep) {
   trials_by_id_[rec.id] = {&sweep, rt.get()};
   sweep.history.push_back({rec.number, rec.params, false, std::nullopt, rec.parent, rec.lineage,
                            sweep.stopper_is_none ? nullptr : &trial.curve});
+  sweep.objectives.push_back(std::numeric_limits<double>::quiet_NaN());
   sweep.trials.push_back(std::move(rt));
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
@@ -692,6 +696,7 @@ void Controller::EndTrial(SweepRt& sweep, TrialRt& trial, v1::TrialState state,
     algorithms::HistoryEntry& h = sweep.history[static_cast<size_t>(rec.number)];
     h.finished = true;
     h.objective = rec.objective;
+    sweep.objectives[static_cast<size_t>(rec.number)] = algorithms::ObjectiveColumn(h);
   }
   if (state == v1::TRIAL_STATE_LOST && rec.attempt <= sweep.spec.max_retries &&
       sweep.rec.ending == v1::SWEEP_STATE_UNSPECIFIED && !sweep.Final()) {

@@ -128,6 +128,7 @@ class Controller {
     // What the sampler sees, index == number: kept in step with `trials` (an entry is finished,
     // with its objective, once its trial ended), so no suggestion copies the whole history.
     std::vector<algorithms::HistoryEntry> history;
+    std::vector<double> objectives;  // history's objectives as one column (SuggestRequest::objectives)
     int64_t sampled = 0;         // trials proposed by the sampler (retries excluded)
     int64_t limit = 0;           // SweepSpec::TrialLimit; 0: unbounded
     bool exhausted = false;      // the sampler has nothing more
