@@ -61,7 +61,11 @@ std::optional<std::pair<size_t, int64_t>> AshaStopper::CrossedRung(const Curve& 
 
 StopDecision AshaStopper::Verdict(size_t rung_index, int64_t rung, double value, double threshold,
                                   size_t keep, size_t n) const {
-  // The trial goes on when it is at least as good as the keep-th best.
+  if (Bootstrapping(n)) {
+    return {Decision::kStop, absl::StrFormat("%s: at rung %d (step %d) only %d trial(s) so far; it promotes none "
+                                             "until more than %d (bootstrap)",
+                                             Name(), rung_index, rung, n, options_.bootstrap)};
+  }
   return {Decision::kStop,
           absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d (threshold %g)",
                           Name(), rung_index, rung, value, keep, n, threshold)};
@@ -85,7 +89,7 @@ StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Cur
   std::sort(values.begin(), values.end(),
             [direction](double a, double b) { return IsBetter(a, b, direction); });
   double threshold = values[keep - 1];
-  if (!IsBetter(threshold, value, direction)) return {};
+  if (!Bootstrapping(values.size()) && !IsBetter(threshold, value, direction)) return {};
   return Verdict(rung_index, rung, value, threshold, keep, values.size());
 }
 
@@ -115,7 +119,7 @@ StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
     r.rest.erase(it);
   }
   double threshold = *worst_top();
-  if (!IsBetter(threshold, value, direction)) return {};
+  if (!Bootstrapping(n) && !IsBetter(threshold, value, direction)) return {};
   return Verdict(rung_index, rung, value, threshold, keep, n);
 }
 

@@ -5,7 +5,9 @@
 // reaches a rung, its value there is compared with the values every trial of its bracket had
 // when it reached the same rung (finished trials included): it goes on only if it is among the
 // best max(1, floor(n / eta)) of those n values, ties counting in its favour. No trial waits for
-// others (asynchronous); early arrivals at a rung are judged against the few values there are.
+// others (asynchronous); early arrivals at a rung are judged against the few values there are —
+// unless `bootstrap` = N > 0: then a rung lets no trial go on until more than N trials reached
+// it (Optuna's bootstrap_count), so the first, mostly random trials do not run long.
 //
 // State: none for Decide. A trial's value at a rung is read off its curve (its first point at or
 // past the rung), so Decide is a pure function of the curves and a restarted daemon decides
@@ -29,6 +31,7 @@ struct AshaOptions {
   int64_t max_resource = 0;    // no rung at or past it (0: unbounded)
   int64_t reduction_factor = 3;
   int brackets = 1;            // 1: ASHA; > 1: Hyperband
+  int64_t bootstrap = 0;       // a rung stops every trial until more than this many reached it
 };
 
 class AshaStopper final : public Stopper {
@@ -49,6 +52,8 @@ class AshaStopper final : public Stopper {
   std::optional<std::pair<size_t, int64_t>> CrossedRung(const Curve& trial) const;
   StopDecision Verdict(size_t rung_index, int64_t rung, double value, double threshold, size_t keep,
                        size_t n) const;
+  // Whether a rung with n values (the trial's included) still stops every trial.
+  bool Bootstrapping(size_t n) const { return static_cast<int64_t>(n) <= options_.bootstrap; }
   struct RungValues {
     std::multiset<double> top, rest;  // the best max(1, n / eta) values, and the others
   };

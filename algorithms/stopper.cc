@@ -25,6 +25,8 @@ absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec) {
     o.max_resource = spec.max_resource;
     o.reduction_factor = spec.reduction_factor;
     o.brackets = spec.name == "hyperband" ? spec.brackets : 1;
+    if (spec.bootstrap < 0) return absl::InvalidArgumentError("bootstrap must be >= 0");
+    o.bootstrap = spec.bootstrap;
     return std::make_unique<AshaStopper>(o);
   }
   if (spec.name == "median") {

@@ -40,6 +40,7 @@ struct StopperSpec {
   int brackets = 3;               // hyperband
   int64_t grace_steps = 1;        // median
   int min_trials = 3;             // median
+  int64_t bootstrap = 0;          // asha/hyperband: no trial goes on at a rung until more than this many reached it
 };
 
 class Stopper {

@@ -106,6 +106,11 @@ def main():
     for seed in range(1, a.seeds + 1):
         run("Optuna_TPE_+_SuccessiveHalving", optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
             problem, a.workers, seed, a.budget, sys.stdout)
+        # The same bootstrap as hpod's "TPE + ASHA bootstrap 5": no promotion until a rung has
+        # more than 5 trials.
+        run("Optuna_TPE_+_SuccessiveHalving_bootstrap_5",
+            optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3, bootstrap_count=5),
+            problem, a.workers, seed, a.budget, sys.stdout)
         run("Optuna_TPE_+_Hyperband",
             optuna.pruners.HyperbandPruner(min_resource=1, max_resource=EPOCHS, reduction_factor=3),
             problem, a.workers, seed, a.budget, sys.stdout)

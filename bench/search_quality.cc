@@ -396,7 +396,10 @@ int main(int argc, char** argv) {
                                  {"hpod TPE + ASHA", "{name: tpe}", asha},
                                  {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
                                  {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
-                                 {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha}};
+                                 {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
+                                 // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
+                                 {"hpod TPE + ASHA bootstrap 5", "{name: tpe}",
+                                  "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3, bootstrap: 5}"}};
   std::string root = std::filesystem::temp_directory_path() / ("hpo-quality-" + std::to_string(::getpid()));
   std::vector<std::pair<std::string, Problem>> problems;
   for (const std::string& key : only) {

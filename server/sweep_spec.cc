@@ -579,7 +579,7 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
     spec.early_stopping.name = node.Scalar();
   } else if (ExpectMap(node, "early_stopping")) {
     CheckKeys(node, "early_stopping", {"name", "min_resource", "max_resource", "reduction_factor",
-                                       "brackets", "grace_steps", "min_trials"});
+                                       "brackets", "bootstrap", "grace_steps", "min_trials"});
     auto& e = spec.early_stopping;
     if (node["name"]) e.name = String(node["name"], "early_stopping name").value_or("");
     constexpr int64_t kBig = int64_t{1} << 40;
@@ -587,6 +587,7 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
     if (node["max_resource"]) e.max_resource = Integer(node["max_resource"], "early_stopping max_resource", 2, kBig).value_or(0);
     if (node["reduction_factor"]) e.reduction_factor = Integer(node["reduction_factor"], "early_stopping reduction_factor", 2, 100).value_or(3);
     if (node["brackets"]) e.brackets = static_cast<int>(Integer(node["brackets"], "early_stopping brackets", 1, 20).value_or(3));
+    if (node["bootstrap"]) e.bootstrap = Integer(node["bootstrap"], "early_stopping bootstrap", 0, 1'000'000).value_or(0);
     if (node["grace_steps"]) e.grace_steps = Integer(node["grace_steps"], "early_stopping grace_steps", 0, kBig).value_or(1);
     if (node["min_trials"]) e.min_trials = static_cast<int>(Integer(node["min_trials"], "early_stopping min_trials", 1, 100000).value_or(3));
     if (e.max_resource != 0 && e.max_resource <= e.min_resource) {

@@ -149,12 +149,33 @@ TEST(MakeStopper, ValidatesSettings) {
 // Observe (incremental, O(log n)) decides exactly as Decide (every curve) on random
 // asynchronous runs: trials report in shuffled order, some stop when told, with ties, for ASHA
 // and Hyperband and both directions.
+// With bootstrap 2 (eta 3), a rung stops every trial until a third one reaches it.
+TEST(Asha, BootstrapStopsTheFirstArrivalsAtEachRung) {
+  AshaStopper asha({1, 81, 3, 1, 2});
+  Trials t;
+  t.Add(0, {{1, 0.10}});
+  EXPECT_EQ(t.Decide(asha, 0), Decision::kStop);  // 1 value at rung 1, not more than 2
+  t.Add(1, {{1, 0.05}});
+  EXPECT_EQ(t.Decide(asha, 1), Decision::kStop);  // 2: still bootstrapping, even the best
+  t.Add(2, {{1, 0.20}});
+  EXPECT_EQ(t.Decide(asha, 2), Decision::kStop);  // 3 values: keep 1 (0.05); 0.20 is worse
+  t.Add(3, {{1, 0.01}});
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kContinue);  // 4 values: keep 1; 0.01 is the best
+  // Rung 3 starts over: trial 3 is its first arrival, so it stops there.
+  t.points[3].emplace_back(2, 0.01);
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kContinue);  // step 2 crosses no rung
+  t.points[3].emplace_back(3, 0.01);
+  EXPECT_EQ(t.Decide(asha, 3), Decision::kStop);
+  EXPECT_FALSE(MakeStopper({"asha", 1, 0, 3, 3, 1, 3, -1}).ok());
+}
+
 TEST(Asha, IncrementalDecidesAsThePureForm) {
+  for (int64_t bootstrap : {0, 4}) {
   for (int brackets : {1, 3}) {
     for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
       for (uint32_t seed = 1; seed <= 5; ++seed) {
         std::mt19937 rng(seed);
-        AshaStopper pure({1, 81, 3, brackets}), incremental({1, 81, 3, brackets});
+        AshaStopper pure({1, 81, 3, brackets, bootstrap}), incremental({1, 81, 3, brackets, bootstrap});
         Trials t;
         std::vector<bool> stopped;
         for (int n = 0; n < 60; ++n) {
@@ -171,17 +192,19 @@ TEST(Asha, IncrementalDecidesAsThePureForm) {
           Decision a = t.Decide(pure, i, d);
           Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
           Decision b = incremental.Observe(mine, d).decision;
-          ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " trial " << i << " step " << step;
+          ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " bootstrap " << bootstrap << " trial " << i
+                          << " step " << step;
           ++decisions;
           if (a == Decision::kStop) {
             stopped[i] = true;
             ++stops;
           }
         }
-        EXPECT_GT(decisions, 150);
+        EXPECT_GT(decisions, 100);
         EXPECT_GT(stops, 10);
       }
     }
+  }
   }
 }
 

@@ -213,5 +213,23 @@ TEST(SweepSpec, GeneticSettings) {
   EXPECT_THAT(e[1], HasSubstr("algorithm elitism must be below population"));
 }
 
+TEST(SweepSpec, TpeAndAshaSettings) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "algorithm: {name: tpe, startup_trials: 5, multivariate: false}\n"
+                                     "early_stopping: {name: asha, min_resource: 2, max_resource: 54, bootstrap: 5}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->algorithm.tpe_startup_trials, 5);
+  EXPECT_FALSE(r.spec->algorithm.tpe_multivariate);
+  EXPECT_EQ(r.spec->early_stopping.bootstrap, 5);
+  EXPECT_TRUE(ParseSweepSpec(std::string(kBase) + "algorithm: tpe\n", "s.yaml", "/").spec->algorithm.tpe_multivariate);
+  auto e = Errors(std::string(kBase) + "algorithm: {name: tpe, multivariate: 3}\nearly_stopping: {name: asha, bootstrap: -1}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:"));
+  EXPECT_THAT(e[0], HasSubstr("multivariate"));
+  EXPECT_THAT(e[1], HasSubstr("6:"));
+  EXPECT_THAT(e[1], HasSubstr("bootstrap"));
+}
+
 }  // namespace
 }  // namespace hpo::server
