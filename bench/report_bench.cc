@@ -30,6 +30,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
 #include "client/client.h"
 #include "common/data_dir.h"
@@ -49,6 +50,7 @@ struct Creds {
 
 struct Result {
   int clients = 0;
+  double offered = 0;  // reports/s offered (paced); 0: closed loop
   double seconds = 0;
   int64_t ok = 0;
   int64_t errors = 0;
@@ -74,7 +76,10 @@ class LoadGenerator {
   enum class Rpc { kUnary, kStream };
 
   // `interval` 0: each trial sends its next report as soon as the last is answered (closed loop);
-  // otherwise one report per interval per trial (unary only), starts spread over one interval.
+  // otherwise one report per interval per trial (open loop, paced), starts spread over one
+  // interval. Paced latencies count from when a report was due, not from when it went out, so a
+  // trial held back by a slow answer (or a late generator) shows as latency (no coordinated
+  // omission).
   LoadGenerator(const std::string& endpoint, const std::vector<Creds>& creds, int k, Rpc rpc,
                 int64_t first_step, Clock::duration interval = Clock::duration::zero())
       : rpc_(rpc), interval_(interval) {
@@ -149,7 +154,7 @@ class LoadGenerator {
     t.req.set_step(++t.step);
     (*t.req.mutable_metrics())["loss"] = 1.0 / static_cast<double>(t.step);
     t.measured = measuring_->load(std::memory_order_relaxed);
-    t.sent = Clock::now();
+    t.sent = Paced() ? t.next : Clock::now();
   }
   void Answered(Trial& t) {
     ++t.ok;
@@ -161,19 +166,24 @@ class LoadGenerator {
     ++t.errors;
     t.last_error = t.status.error_message();
   }
-  // Paced: waits for the trial's next slot (or goes at once when it is behind).
+  bool Paced() const { return interval_ > Clock::duration::zero(); }
+  // Paced: waits for the trial's next slot (or goes at once when it is behind; the slot keeps
+  // its time, so the delay counts).
   void Wait(Trial& t) {
     auto now = Clock::now();
-    if (t.next < now) t.next = now;
     auto when = std::chrono::system_clock::now() +
-                std::chrono::duration_cast<std::chrono::system_clock::duration>(t.next - now);
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(std::max(t.next, now) - now);
     t.phase = Phase::kWait;
     t.alarm.Set(&cq_, when, &t);
   }
+  // Paced: the first slot, spread over one interval across the trials.
+  void FirstSlot(Trial& t) {
+    t.next = Clock::now() + interval_ * static_cast<int64_t>(t.creds.trial_id % 1000) / 1000;
+    Wait(t);
+  }
   void Begin(Trial& t) {
-    if (rpc_ == Rpc::kUnary && interval_ > Clock::duration::zero()) {
-      t.next = Clock::now() + interval_ * static_cast<int64_t>(t.creds.trial_id % 1000) / 1000;
-      Wait(t);
+    if (rpc_ == Rpc::kUnary && Paced()) {
+      FirstSlot(t);
       return;
     }
     if (rpc_ == Rpc::kUnary) {
@@ -214,7 +224,7 @@ class LoadGenerator {
         if (t.status.ok()) Answered(t);
         else Failed(t);
         if (stop_->load(std::memory_order_relaxed)) return false;
-        if (interval_ > Clock::duration::zero()) {
+        if (Paced()) {
           t.next += interval_;
           Wait(t);
           return true;
@@ -222,11 +232,16 @@ class LoadGenerator {
         SendUnary(t);
         return true;
       case Phase::kWait:
+        if (rpc_ == Rpc::kStream) {
+          SendStream(t);
+          return true;
+        }
         if (stop_->load(std::memory_order_relaxed)) return false;
         SendUnary(t);
         return true;
       case Phase::kStart:
         if (!ok) FinishStream(t);
+        else if (Paced()) FirstSlot(t);
         else SendStream(t);
         return true;
       case Phase::kWrite:
@@ -243,6 +258,11 @@ class LoadGenerator {
           return true;
         }
         Answered(t);
+        if (Paced()) {
+          t.next += interval_;
+          Wait(t);
+          return true;
+        }
         SendStream(t);
         return true;
       case Phase::kWritesDone:
@@ -264,9 +284,13 @@ class LoadGenerator {
 };
 
 // Runs `k` virtual trials on `rpc` for `seconds` after a 1 s warm-up.
+// `rate` > 0: the trials together offer `rate` reports/s (each k/rate apart), else closed loop.
 Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int k, double seconds,
-               LoadGenerator::Rpc rpc, int64_t first_step, int64_t* acknowledged) {
-  LoadGenerator gen(endpoint, creds, k, rpc, first_step);
+               LoadGenerator::Rpc rpc, int64_t first_step, double rate, int64_t* acknowledged) {
+  auto interval = rate > 0 ? std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(static_cast<double>(k) / rate))
+                           : Clock::duration::zero();
+  LoadGenerator gen(endpoint, creds, k, rpc, first_step, interval);
   std::atomic<bool> stop{false}, measuring{false};
   std::thread driver([&] { gen.Run(stop, measuring); });
   std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up
@@ -279,6 +303,7 @@ Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int
   driver.join();
   Result r;
   r.clients = k;
+  r.offered = rate;
   r.seconds = elapsed;
   std::vector<double> all;
   gen.Collect(&r, &all, acknowledged);
@@ -370,6 +395,9 @@ int64_t CountReports(const std::string& db_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil checks every Mutex for lock-order cycles; gRPC's locks then cost the load
+  // generator CPU that hpod (on the same cores) would use. hpod turns it off as well.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"report_bench: durable report throughput of hpod vs Optuna 3.1"};
   std::string clients_list = "1,16,64";
   std::string rpc_list = "unary,stream";
@@ -378,6 +406,10 @@ int main(int argc, char** argv) {
   std::string src_dir = HPO_SOURCE_DIR;
   app.add_option("--clients", clients_list, "comma-separated client counts")->capture_default_str();
   app.add_option("--rpc", rpc_list, "which RPCs: unary,stream")->capture_default_str();
+  std::string offered_list;
+  app.add_option("--offered", offered_list,
+                 "open-loop rates (reports/s, comma-separated; empty: none) run at the largest client count")
+      ->capture_default_str();
   app.add_option("--seconds", seconds, "measured seconds per client count")->capture_default_str();
   app.add_option("--optuna-seconds", optuna_seconds, "seconds for the Optuna run")->capture_default_str();
   app.add_flag("--no-optuna", no_optuna, "skip the Optuna measurement");
@@ -398,6 +430,8 @@ int main(int argc, char** argv) {
   for (auto part : absl::StrSplit(clients_list, ',')) counts.push_back(std::stoi(std::string(part)));
   int max_clients = *std::max_element(counts.begin(), counts.end());
   std::vector<std::string> rpcs = absl::StrSplit(rpc_list, ',');
+  std::vector<double> offered;
+  for (auto part : absl::StrSplit(offered_list, ',', absl::SkipEmpty())) offered.push_back(std::stod(std::string(part)));
 
   std::string data = std::filesystem::temp_directory_path() / ("hpo-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(data);
@@ -489,7 +523,13 @@ int main(int argc, char** argv) {
       // Each run's steps continue past the previous run's, so no two reports of a trial share one.
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, k, seconds, kind, first_step, &acknowledged));
+      results.emplace_back(rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, &acknowledged));
+    }
+    // Open loop at the largest client count: the latency at a given load, not at saturation.
+    for (double rate : offered) {
+      int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
+      auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
+      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step, rate, &acknowledged));
     }
   }
   (void)client.Cancel(sweep->id());
@@ -515,12 +555,13 @@ int main(int argc, char** argv) {
   std::printf("\nhpod report throughput (%s SQLite, loopback TCP gRPC, one channel per trial, %u cores)\n\n",
               no_durable ? "synchronous=NORMAL" : "durable: WAL + synchronous=FULL",
               std::thread::hardware_concurrency());
-  std::printf("| RPC | clients | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
-  std::printf("|-----|--------:|----------:|-------:|-------:|-------:|-------:|-------:|\n");
+  std::printf("| RPC | clients | offered/s | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
+  std::printf("|-----|--------:|----------:|----------:|-------:|-------:|-------:|-------:|-------:|\n");
   for (const auto& [rpc, r] : results) {
-    std::printf("| %s | %7d | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld |\n",
-                rpc == "unary" ? "Report (unary)" : "ReportStream", r.clients, r.rate, r.p50_ms,
-                r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors));
+    std::string offered_text = r.offered > 0 ? absl::StrCat(static_cast<int64_t>(r.offered)) : "max (closed loop)";
+    std::printf("| %s | %7d | %s | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld |\n",
+                rpc == "unary" ? "Report (unary)" : "ReportStream", r.clients, offered_text.c_str(),
+                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors));
   }
   std::printf("\nacknowledged reports: %lld; rows in the store: %lld -> %s\n",
               static_cast<long long>(acknowledged), static_cast<long long>(stored),
@@ -529,7 +570,7 @@ int main(int argc, char** argv) {
     std::printf("\nOptuna (report + should_prune, SQLite storage, 1 client): %.1f reports/s  [%s]\n",
                 optuna_rate, optuna_line.c_str());
     for (const auto& [rpc, r] : results) {
-      if (optuna_rate > 0) {
+      if (optuna_rate > 0 && r.offered == 0) {
         std::printf("hpod %s at %d clients / Optuna: %.0fx\n", rpc.c_str(), r.clients, r.rate / optuna_rate);
       }
     }

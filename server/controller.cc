@@ -1,6 +1,8 @@
 #include "absl/strings/string_view.h"
 #include "server/controller.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -15,6 +17,12 @@
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
+namespace {
+
+// The staged-report move runs in this many steps per flush interval (see RunBatch).
+constexpr int kReportFlushSlices = 8;
+
+}  // namespace
 
 bool IsFinal(v1::TrialState s) {
   return s == v1::TRIAL_STATE_COMPLETED || s == v1::TRIAL_STATE_STOPPED ||
@@ -50,8 +58,15 @@ Controller::~Controller() { Shutdown(); }
 
 void Controller::Start() {
   backend_.SetWakeup([this] { Wake(); });
-  completer_ = std::thread([this] { CompleterLoop(); });
-  thread_ = std::thread([this] { Loop(); });
+  // Named, so that top -H and perf tell them apart from gRPC's threads.
+  completer_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hpod-reply");
+    CompleterLoop();
+  });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hpod-control");
+    Loop();
+  });
 }
 
 void Controller::Shutdown(bool keep_trials) {
@@ -159,11 +174,19 @@ void Controller::RunBatch(std::vector<Work>& batch, bool tick) {
     if (Done done = work()) dones.push_back(std::move(done));
   }
   if (tick) Tick();
-  // Staged reports move to their indexed table in small, frequent steps: each step touches one
-  // index page per reporting trial, and small steps keep every batch short.
-  if (clock_.Now() - last_report_flush_ >= options_.report_flush_interval) {
-    last_report_flush_ = clock_.Now();
-    if (absl::Status s = store_.FlushReportLog(); !s.ok()) spdlog::error("store: {}", s.ToString());
+  // Staged reports move to their indexed table within one flush interval, one slice of the
+  // trials at a time. Under load (a batch every millisecond or so) each batch moves at most one
+  // slice: each step touches one index page per trial in its slice, and no batch carries the
+  // whole move (that made a 2-5 ms stall every interval, the largest part of the report
+  // latency's tail). When batches are rarer, one batch moves every slice that is due.
+  absl::Duration step = options_.report_flush_interval / kReportFlushSlices;
+  absl::Time now = clock_.Now();
+  for (int i = 0; i < kReportFlushSlices && now >= next_report_flush_; ++i) {
+    if (absl::Status s = store_.FlushReportLog(report_flush_slice_, kReportFlushSlices); !s.ok()) {
+      spdlog::error("store: {}", s.ToString());
+    }
+    report_flush_slice_ = (report_flush_slice_ + 1) % kReportFlushSlices;
+    next_report_flush_ = std::max(next_report_flush_ + step, now - options_.report_flush_interval);
   }
   bool probed = false;
   if (!storage_error_.empty() && begin.ok() && clock_.Now() >= next_storage_probe_) {

@@ -186,7 +186,8 @@ class Controller {
   int64_t committed_seq_ = 0;
   std::set<int64_t> dirty_;  // ids of trials with unsaved progress
   std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
-  absl::Time last_report_flush_ = absl::InfinitePast();
+  absl::Time next_report_flush_ = absl::InfinitePast();  // when the next slice is due
+  int report_flush_slice_ = 0;  // the slice of trials whose staged reports move next
   // Storage faults (disk full, read-only, I/O errors). While storage_error_ is set, hpod refuses
   // new work (submits, trial launches) and reports (clients retry them), and once a second
   // writes every sweep and trial again, and probes the sweeps directory: when that commits, it

@@ -44,7 +44,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) override;
   absl::Status UpdateTrial(const TrialRecord& trial) override;
   absl::Status InsertReport(const ReportRecord& report) override;
-  absl::Status FlushReportLog() override;
+  absl::Status FlushReportLog(int slice = 0, int slices = 1) override;
   absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) override;
   absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() override;
   absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) override;

@@ -93,9 +93,10 @@ class Store {
   virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
   virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
   virtual absl::Status InsertReport(const ReportRecord& report) = 0;
-  // Reports may be staged in a write-optimized log; this moves them to their indexed home.
-  // Called periodically (every controller tick); LoadReports sees staged reports either way.
-  virtual absl::Status FlushReportLog() = 0;
+  // Reports may be staged in a write-optimized log; this moves them to their indexed home:
+  // all of them, or (slices > 1) those of the trials with trial_id % slices == slice, so that
+  // the periodic move is spread over small steps. LoadReports sees staged reports either way.
+  virtual absl::Status FlushReportLog(int slice = 0, int slices = 1) = 0;
   virtual absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) = 0;
 
   virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;

@@ -3,6 +3,9 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace hpo::server {
@@ -111,6 +114,78 @@ TEST(SqliteStore, MigratesAnEmptyVersionZeroFile) {
   auto store = SqliteStore::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->SchemaVersion(), SqliteStore::CurrentSchemaVersion());
+}
+
+// Rows in `reports` (indexed) and in `report_log` (staged), counted with a second connection.
+std::pair<int64_t, int64_t> ReportRows(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  auto count = [&](const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return n;
+  };
+  std::pair<int64_t, int64_t> out{count("SELECT COUNT(*) FROM reports"), count("SELECT COUNT(*) FROM report_log")};
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(SqliteStore, SlicedFlushMovesOneSliceAndKeepsEveryTrialsOrder) {
+  std::string path = TempDb();
+  auto store = SqliteStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  SweepRecord s;
+  s.created_at = absl::FromUnixSeconds(1000);
+  auto sid = (*store)->InsertSweep(s);
+  ASSERT_TRUE(sid.ok());
+  std::vector<int64_t> ids;
+  for (int n = 0; n < 4; ++n) {
+    TrialRecord t;
+    t.sweep_id = *sid;
+    t.number = n;
+    t.token = "tok";
+    t.created_at = absl::FromUnixSeconds(1000);
+    auto id = (*store)->InsertTrial(t);
+    ASSERT_TRUE(id.ok());
+    ids.push_back(*id);
+  }
+  auto report = [&](int64_t trial, int64_t step) {
+    return (*store)->InsertReport({trial, step, {{"loss", 1.0 / static_cast<double>(step)}},
+                                   absl::FromUnixSeconds(1000 + step)});
+  };
+  auto steps_of = [&](int64_t trial) {
+    std::vector<int64_t> steps;
+    absl::StatusOr<std::vector<ReportRecord>> reports = (*store)->LoadReports(trial);
+    if (!reports.ok()) return steps;
+    for (const ReportRecord& r : *reports) steps.push_back(r.step);
+    return steps;
+  };
+  ASSERT_TRUE((*store)->Begin().ok());
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (int64_t id : ids) ASSERT_TRUE(report(id, step).ok());
+  }
+  int slice = static_cast<int>(ids[0] % 2);
+  ASSERT_TRUE((*store)->FlushReportLog(slice, 2).ok());
+  ASSERT_TRUE((*store)->Commit().ok());
+  // Half of the trials moved (3 reports each), the other half still staged.
+  EXPECT_EQ(ReportRows(path), std::make_pair(int64_t{6}, int64_t{6}));
+
+  // A moved trial reports again; the other slice moves; each trial still reads in step order.
+  ASSERT_TRUE((*store)->Begin().ok());
+  ASSERT_TRUE(report(ids[0], 4).ok());
+  ASSERT_TRUE((*store)->FlushReportLog(1 - slice, 2).ok());
+  ASSERT_TRUE((*store)->Commit().ok());
+  EXPECT_EQ(ReportRows(path), std::make_pair(int64_t{12}, int64_t{1}));
+  EXPECT_EQ(steps_of(ids[0]), (std::vector<int64_t>{1, 2, 3, 4}));
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_EQ(steps_of(ids[i]), (std::vector<int64_t>{1, 2, 3}));
+
+  ASSERT_TRUE((*store)->Begin().ok());
+  ASSERT_TRUE((*store)->FlushReportLog().ok());  // all slices
+  ASSERT_TRUE((*store)->Commit().ok());
+  EXPECT_EQ(ReportRows(path), std::make_pair(int64_t{13}, int64_t{0}));
+  EXPECT_EQ(steps_of(ids[0]), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
 }  // namespace
