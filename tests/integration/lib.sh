@@ -24,6 +24,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "PASS: $*"; }
 sql() { sqlite3 "$HPO_DATA_DIR/hpod.db" "$1"; }
+# Every stored report, for `FROM $ALL_REPORTS`: the indexed table and the staged log that hpod
+# moves into it within its flush interval (docs/architecture.md, store).
+ALL_REPORTS="(SELECT trial_id, step, metric, value FROM reports UNION ALL SELECT trial_id, step, metric, value FROM report_log)"
 
 # Polls `cmd` (a string for eval) until it succeeds, for up to $2 seconds.
 wait_for() {

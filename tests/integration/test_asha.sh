@@ -16,7 +16,7 @@ sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPE
 # Stopped trials keep their curves and stopped at a rung (1, 3 or 9).
 bad=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPED' AND step NOT IN (1, 3, 9)")
 [ "$bad" -eq 0 ] || fail "$bad stopped trial(s) did not stop at a rung"
-[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.state='TRIAL_STATE_STOPPED'")" -ge "$stopped" ] \
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.state='TRIAL_STATE_STOPPED'")" -ge "$stopped" ] \
   || fail "stopped trials lost their curves"
 epochs=$(sql "SELECT SUM(step) FROM trials WHERE sweep_id=$id")
 pass "ASHA: $stopped stopped, $completed completed, $epochs epochs in all (24 x 27 = 648 without stopping)"

@@ -24,7 +24,7 @@ budget: {max_trials: 2, max_concurrent: 2}
 YAML
 aid=$(as alice hpo submit "$WORK/long.yaml" | tail -n 1)
 bid=$(as bob hpo submit "$WORK/long.yaml" | tail -n 1)
-wait_for "[ \$(sql \"SELECT COUNT(*) FROM reports\") -ge 4 ]" 30
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge 4 ]" 30
 as alice hpo ls >"$WORK/out"
 grep -q "^$aid " "$WORK/out" || fail "alice does not see her sweep"
 if grep -q "^$bid " "$WORK/out"; then fail "alice sees bob's sweep"; fi
@@ -117,7 +117,7 @@ budget: {max_trials: 3, max_concurrent: 3}
 YAML
 id=$(hpo submit "$WORK/tls.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "trials could not report over TLS: $(hpo trials "$id")"
-[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 9 ] || fail "9 reports over TLS expected"
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 9 ] || fail "9 reports over TLS expected"
 if HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >/dev/null 2>&1; then fail "a plaintext client got through the TLS port"; fi
 HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token HPO_TLS_CA=$WORK/cert.pem hpo ls >"$WORK/out" \
   || fail "a client trusting the certificate was refused"
@@ -133,7 +133,7 @@ budget: {max_trials: 2, max_concurrent: 2}
 YAML
 pid=$(hpo submit "$WORK/tls_py.yaml" | tail -n 1)
 hpo wait "$pid" --timeout 60 >/dev/null || fail "Python trials could not report over TLS: $(hpo logs "$(sql "SELECT id FROM trials WHERE sweep_id=$pid LIMIT 1")" --stderr)"
-[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$pid")" -eq 4 ] || fail "4 Python reports over TLS expected"
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$pid")" -eq 4 ] || fail "4 Python reports over TLS expected"
 PYTHONPATH=$PYDIR $PY - "$endpoint" "$HPO_DATA_DIR/token" "$WORK/cert.pem" "$pid" <<'PYEOF' || fail "the Python client over TLS"
 import sys
 from hpo.client import Client

@@ -30,7 +30,7 @@ endpoint=$(cat "$HPO_DATA_DIR/endpoint")
 HPO_ENDPOINT=$endpoint HPO_TRIAL_ID=$trial HPO_TRIAL_TOKEN=not-the-token hpo report --step 2 loss=0.1 2>"$WORK/err" \
   && fail "a wrong token was accepted"
 grep -q "token" "$WORK/err" || fail "wrong-token error unclear: $(cat "$WORK/err")"
-[ "$(sql "SELECT COUNT(*) FROM reports WHERE trial_id=$trial")" -eq 1 ] || fail "refused reports were stored"
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS WHERE trial_id=$trial")" -eq 1 ] || fail "refused reports were stored"
 # The user API refuses a wrong user token too.
 cp "$HPO_DATA_DIR/token" "$WORK/token"
 echo wrong >"$HPO_DATA_DIR/token"

@@ -14,7 +14,7 @@ crash() {
   kill -9 "$pid"
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
-reports() { sql "SELECT COUNT(*) FROM reports"; }
+reports() { sql "SELECT COUNT(*) FROM $ALL_REPORTS"; }
 
 start_daemon
 # Each trial: notes that it started, reports 8 steps 0.3 s apart, then exits 0 — or 3 when x is
@@ -76,7 +76,7 @@ while read -r tid x; do
   [ "$got" = "$want $code" ] || fail "trial $tid (x=$x): $got, expected $want $code"
 done <"$WORK/runs.log"
 # Every report arrived exactly once, also those pushed while hpod was down.
-bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM reports GROUP BY trial_id HAVING COUNT(*) != 8 OR COUNT(DISTINCT step) != 8")
+bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS GROUP BY trial_id HAVING COUNT(*) != 8 OR COUNT(DISTINCT step) != 8")
 [ -z "$bad" ] || fail "reports missing or stored twice (trial:count/distinct steps): $bad"
 [ "$(trial_processes "$id")" -eq 0 ] || fail "trial processes left behind"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"

@@ -40,7 +40,7 @@ rows = list(csv.DictReader(open(f"{work}/export.csv")))
 assert len(rows) == 20 and "param.lr" in rows[0] and "metric.val_acc" in rows[0], rows[0].keys()
 print(f"20 trials completed, peak concurrency {peak}, best val_acc {best['objective']:.4f} (trial {best['trial_id']})")
 PYEOF
-n=$(sql "SELECT COUNT(*) FROM reports")
+n=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS")
 [ "$n" -eq 1000 ] || fail "expected 20 trials x 25 epochs x 2 metrics = 1000 report rows, found $n"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"
 [ "$(sql 'PRAGMA journal_mode')" = wal ] || fail "store is not in WAL mode"

@@ -14,7 +14,7 @@ id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
 # A watcher that must survive the restart by resuming the event stream.
 hpo watch "$id" --interval 0.2 >"$WORK/watch.txt" 2>"$WORK/watch.err" &
 watcher=$!
-wait_for "[ \$(sql \"SELECT COUNT(*) FROM reports\") -ge 2 ]" 20
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge 2 ]" 20
 hpo daemon stop >/dev/null
 wait_for "[ \$(trial_processes $id) -eq 0 ]" 5
 lost=$(sql "SELECT COUNT(*) FROM trials WHERE state='TRIAL_STATE_LOST'")

@@ -37,7 +37,7 @@ objective: {metric: loss, direction: minimize}
 budget: {max_trials: 8, max_concurrent: 4}
 YAML
 id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
-wait_for "[ \$(sql \"SELECT COUNT(*) FROM reports\") -ge 40 ]" 30
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge 40 ]" 30
 
 # Fill the disk.
 dd if=/dev/zero of="$FS/filler" bs=64k 2>/dev/null || true
@@ -51,7 +51,7 @@ wait_for "grep -q 'can be written again' $WORK/hpod.log" 20
 hpo wait "$id" --timeout 120 >/dev/null || fail "the sweep did not complete after the disk had room again"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 8 ] \
   || fail "8 trials should complete: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
-bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM reports GROUP BY trial_id HAVING COUNT(*) != 40 OR COUNT(DISTINCT step) != 40")
+bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS GROUP BY trial_id HAVING COUNT(*) != 40 OR COUNT(DISTINCT step) != 40")
 [ -z "$bad" ] || fail "reports lost or stored twice (trial:count/distinct steps): $bad"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check after the full disk"
 new=$(hpo submit "$WORK/steps.yaml" | tail -n 1) || fail "no new sweep after the disk had room again"

@@ -16,7 +16,7 @@ grep -q "COMPLETED" "$WORK/plain.txt" || fail "final table missing"
 hpo wait "$id" >/dev/null || fail "fom sweep did not complete"
 done=$(hpo trials "$id" --state completed | tail -n +2 | wc -l)
 [ "$done" -eq 6 ] || fail "expected 6 completed trials, got $done"
-n=$(sql "SELECT COUNT(*) FROM reports WHERE metric='val_acc'")
+n=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS WHERE metric='val_acc'")
 [ "$n" -eq 90 ] || fail "expected 6 trials x 15 FoM reports, found $n"
 hpo logs "$(sql 'SELECT id FROM trials LIMIT 1')" | grep -q "FoM:" || fail "logs do not show the trial's output"
 pass "exec reported $n FoM lines; watch rendered on a TTY and a pipe"

@@ -20,7 +20,7 @@ YAML
 id=$(hpo submit "$WORK/gpus.yaml" | tail -n 1)
 hpo wait "$id" --timeout 120 >/dev/null || fail "the GPU sweep did not complete"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 8 ] || fail "8 trials should complete"
-[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 24 ] || fail "24 reports expected"
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 24 ] || fail "24 reports expected"
 hpo export "$id" --format csv >"$WORK/out" && grep -q "slurm:job=" "$WORK/out" || fail "export lacks the Slurm job ids"
 hpo trials "$id" --where >"$WORK/out" && grep -q "slurm:job=[0-9]* nodes=n" "$WORK/out" || fail "hpo trials --where lacks job ids and nodes"
 # No GPU of a node was held by two trials at once.
@@ -111,7 +111,7 @@ adopted=$(grep -c "re-adopted Slurm job" "$HPO_DATA_DIR/hpod.log" || true)
 for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
   [ "$(wc -l <"$t/runs.txt")" -eq 1 ] || fail "$t ran $(wc -l <"$t/runs.txt") times"
 done
-[ "$(sql "SELECT COUNT(*) FROM reports r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 18 ] || fail "18 reports expected, each once"
+[ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 18 ] || fail "18 reports expected, each once"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check after the restart"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 
