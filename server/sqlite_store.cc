@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/convert.h"
@@ -368,30 +370,22 @@ absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
 }
 
 absl::Status SqliteStore::FlushReportLog(int slice, int slices) {
-  if (slices <= 1) {
-    sqlite3_stmt* move = Prepare(
-        "INSERT INTO reports(trial_id, step, metric, value, time) "
-        "SELECT trial_id, step, metric, value, time FROM report_log ORDER BY trial_id, rowid");
-    if (move == nullptr || sqlite3_step(move) != SQLITE_DONE) return Error("moving the report log");
-    sqlite3_stmt* clear = Prepare("DELETE FROM report_log");
-    if (clear == nullptr || sqlite3_step(clear) != SQLITE_DONE) return Error("clearing the report log");
-    return absl::OkStatus();
-  }
-  // One slice of the trials. The log is small (one flush interval of reports), so scanning it
-  // costs less than the index writes it saves; sorted by trial, the moved rows touch each
-  // trial's index page once.
+  // The trials of one slice (slices 1: all of them). The log is small (one flush interval of
+  // reports), so scanning it costs less than the index writes it saves; sorted by trial, the
+  // moved rows touch each trial's index page once.
+  slices = std::max(slices, 1);
   sqlite3_stmt* move = Prepare(
       "INSERT INTO reports(trial_id, step, metric, value, time) "
       "SELECT trial_id, step, metric, value, time FROM report_log WHERE trial_id % ?1 = ?2 "
       "ORDER BY trial_id, rowid");
   if (move == nullptr) return Error("preparing the report log move");
   sqlite3_bind_int(move, 1, slices);
-  sqlite3_bind_int(move, 2, slice);
+  sqlite3_bind_int(move, 2, slice % slices);
   if (sqlite3_step(move) != SQLITE_DONE) return Error("moving the report log");
   sqlite3_stmt* clear = Prepare("DELETE FROM report_log WHERE trial_id % ?1 = ?2");
   if (clear == nullptr) return Error("preparing the report log clear");
   sqlite3_bind_int(clear, 1, slices);
-  sqlite3_bind_int(clear, 2, slice);
+  sqlite3_bind_int(clear, 2, slice % slices);
   if (sqlite3_step(clear) != SQLITE_DONE) return Error("clearing the report log");
   return absl::OkStatus();
 }
