@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -260,6 +261,9 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
   req.set_trial_id(trial_id_);
   if (step >= 0) req.set_step(step);
   for (const auto& [k, v] : metrics) (*req.mutable_metrics())[k] = v;
+  // One id for this report and all its retries: hpod stores it once even when a reply was lost
+  // to a restart of the daemon (without a step, nothing else tells a retry from a new report).
+  req.set_report_id(absl::Uniform<int64_t>(bitgen_, 1, std::numeric_limits<int64_t>::max()));
   absl::Time give_up = absl::Now() + retry_for;
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hpo/v1/hpo.grpc.pb.h"
@@ -83,6 +84,7 @@ class TrialReporter {
   int64_t trial_id_;
   std::string token_;
   bool use_stream_;
+  absl::BitGen bitgen_;  // report ids
   std::unique_ptr<grpc::ClientContext> stream_ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::ReportRequest, v1::ReportResponse>> stream_;
 };

@@ -114,9 +114,10 @@ class Controller {
     std::string stop_reason;
     std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
     std::vector<std::pair<int64_t, double>> curve;  // objective metric per step
-    // The last report stored: one with the same step and metrics again is a client's retry of
-    // a report whose reply it never got (the daemon went away), and is not stored twice.
-    std::optional<std::pair<int64_t, std::map<std::string, double>>> last_report;
+    // The last report stored. The same report again (the same client id, or without one the
+    // same step and metrics) is a client's retry of a report whose reply it never got (the
+    // daemon went away), and is not stored twice.
+    std::optional<ReportRecord> last_report;
   };
   struct SweepRt {
     SweepRecord rec;

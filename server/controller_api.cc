@@ -269,9 +269,12 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   report.step = step;
   report.metrics.insert(req.metrics().begin(), req.metrics().end());
   report.time = clock_.Now();
-  if (trial->last_report && trial->last_report->first == step && trial->last_report->second == report.metrics) {
+  report.report_id = req.report_id();
+  if (trial->last_report && (req.report_id() != 0
+                                 ? trial->last_report->report_id == req.report_id()
+                                 : trial->last_report->step == step && trial->last_report->metrics == report.metrics)) {
     v1::ReportResponse again;  // a retry of the last report: stored already, answered the same
-    again.set_step(step);
+    again.set_step(trial->last_report->step);
     again.set_action(trial->stop_state != v1::TRIAL_STATE_UNSPECIFIED ? v1::ReportResponse::ACTION_STOP
                                                                       : v1::ReportResponse::ACTION_CONTINUE);
     again.set_reason(trial->stop_reason);
@@ -281,7 +284,7 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
     if (absl::IsUnavailable(s)) StorageFailed(s);
     return s;
   }
-  trial->last_report.emplace(step, report.metrics);
+  trial->last_report = report;
   batch_reports_.push_back(rec.id);
 
   rec.step = step;

@@ -103,7 +103,7 @@ absl::Status Controller::Recover() {
       }
       replay(*t);
       if (final) continue;
-      if (!reports.empty()) t->last_report.emplace(reports.back().step, reports.back().metrics);
+      if (!reports.empty()) t->last_report = reports.back();
       t->rec.report_count = static_cast<int64_t>(reports.size());
       for (const ReportRecord& r : reports) {
         t->rec.step = r.step;

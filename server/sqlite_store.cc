@@ -90,6 +90,12 @@ const std::vector<const char*> kMigrations = {
     R"sql(
     ALTER TABLE sweeps ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     )sql",
+    // 3 -> 4: report ids. report_id: the client's id for the report, kept with each of its rows,
+    // so that a retry after a restart is recognized (0: the client gave none).
+    R"sql(
+    ALTER TABLE reports ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE report_log ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -355,7 +361,8 @@ absl::Status SqliteStore::UpdateTrial(const TrialRecord& t) {
 }
 
 absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
-  sqlite3_stmt* st = Prepare("INSERT INTO report_log(trial_id, step, metric, value, time) VALUES(?,?,?,?,?)");
+  sqlite3_stmt* st = Prepare(
+      "INSERT INTO report_log(trial_id, step, metric, value, time, report_id) VALUES(?,?,?,?,?,?)");
   if (st == nullptr) return Error("preparing report insert");
   for (const auto& [metric, value] : r.metrics) {
     sqlite3_reset(st);
@@ -364,6 +371,7 @@ absl::Status SqliteStore::InsertReport(const ReportRecord& r) {
     BindText(st, 3, metric);
     sqlite3_bind_double(st, 4, value);
     sqlite3_bind_double(st, 5, ToUnix(r.time));
+    sqlite3_bind_int64(st, 6, r.report_id);
     if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("storing a report of trial ", r.trial_id));
   }
   return absl::OkStatus();
@@ -375,8 +383,8 @@ absl::Status SqliteStore::FlushReportLog(int slice, int slices) {
   // moved rows touch each trial's index page once.
   slices = std::max(slices, 1);
   sqlite3_stmt* move = Prepare(
-      "INSERT INTO reports(trial_id, step, metric, value, time) "
-      "SELECT trial_id, step, metric, value, time FROM report_log WHERE trial_id % ?1 = ?2 "
+      "INSERT INTO reports(trial_id, step, metric, value, time, report_id) "
+      "SELECT trial_id, step, metric, value, time, report_id FROM report_log WHERE trial_id % ?1 = ?2 "
       "ORDER BY trial_id, rowid");
   if (move == nullptr) return Error("preparing the report log move");
   sqlite3_bind_int(move, 1, slices);
@@ -475,10 +483,10 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
 
 absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial_id) {
   sqlite3_stmt* st = Prepare(
-      "SELECT step, metric, value, time FROM ("
-      " SELECT 0 AS part, rowid AS r, step, metric, value, time FROM reports WHERE trial_id=?1"
+      "SELECT step, metric, value, time, report_id FROM ("
+      " SELECT 0 AS part, rowid AS r, step, metric, value, time, report_id FROM reports WHERE trial_id=?1"
       " UNION ALL"
-      " SELECT 1, rowid, step, metric, value, time FROM report_log WHERE trial_id=?1)"
+      " SELECT 1, rowid, step, metric, value, time, report_id FROM report_log WHERE trial_id=?1)"
       " ORDER BY part, r");
   if (st == nullptr) return Error("preparing report load");
   sqlite3_bind_int64(st, 1, trial_id);
@@ -487,12 +495,15 @@ absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t step = sqlite3_column_int64(st, 0);
     double time = sqlite3_column_double(st, 3);
-    // Rows of one report share step and time; fold them back into one record.
-    if (out.empty() || out.back().step != step || ToUnix(out.back().time) != time) {
+    int64_t report_id = sqlite3_column_int64(st, 4);
+    // Rows of one report share step, time and id; fold them back into one record.
+    if (out.empty() || out.back().step != step || ToUnix(out.back().time) != time ||
+        out.back().report_id != report_id) {
       ReportRecord r;
       r.trial_id = trial_id;
       r.step = step;
       r.time = FromUnix(time);
+      r.report_id = report_id;
       out.push_back(std::move(r));
     }
     out.back().metrics[Text(st, 1)] = sqlite3_column_double(st, 2);

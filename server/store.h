@@ -71,6 +71,7 @@ struct ReportRecord {
   int64_t step = 0;
   std::map<std::string, double> metrics;
   absl::Time time;
+  int64_t report_id = 0;  // the client's id for it (ReportRequest.report_id); 0: none
 };
 
 struct EventRecord {

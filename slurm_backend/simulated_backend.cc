@@ -39,6 +39,14 @@ absl::Status SimulatedBackend::Stop(int64_t trial_id, absl::Duration grace) {
   return absl::OkStatus();
 }
 
+absl::Status SimulatedBackend::Adopt(const LaunchSpec& spec, const std::string&, const std::string&) {
+  auto it = trials_.find(spec.trial_id);
+  if (it == trials_.end()) return absl::NotFoundError(absl::StrCat("trial ", spec.trial_id, " unknown"));
+  it->second.started = false;  // Poll reports it started (again), as the contract says
+  it->second.start = std::min(it->second.start, clock_.Now());
+  return absl::OkStatus();
+}
+
 std::vector<BackendEvent> SimulatedBackend::Poll() {
   std::vector<BackendEvent> out;
   absl::Time now = clock_.Now();

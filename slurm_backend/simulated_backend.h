@@ -34,6 +34,9 @@ class SimulatedBackend final : public Backend {
   absl::Status Launch(const LaunchSpec& spec) override;
   absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
   std::vector<BackendEvent> Poll() override;
+  // The simulated trials outlive a controller (as processes outlive hpod): a new controller on
+  // this backend takes back those still running.
+  absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id, const std::string& gpus) override;
   void Reclaim(int64_t, const std::string&) override {}
   int Running() const override { return static_cast<int>(trials_.size()); }
   std::string Describe() const override;

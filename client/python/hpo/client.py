@@ -1,5 +1,6 @@
 """Client, Sweep and report(): thin, typed wrappers over the hpo.v1 gRPC API."""
 import os
+import secrets
 import time
 
 import grpc
@@ -284,7 +285,10 @@ class _Reporter:
         self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
 
     def report(self, step, metrics):
-        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics={k: float(v) for k, v in metrics.items()})
+        # One id for this report and all its retries: hpod stores it once even when a reply was
+        # lost to a restart of the daemon.
+        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics={k: float(v) for k, v in metrics.items()},
+                                    report_id=secrets.randbits(63) | 1)
         if step is not None:
             req.step = int(step)
         delay = 0.1

@@ -84,9 +84,10 @@ class ControllerTest : public ::testing::Test {
   }
   absl::StatusOr<v1::ReportResponse> Report(int64_t trial_id, std::map<std::string, double> m,
                                             std::optional<int64_t> step = std::nullopt,
-                                            std::string token = "") {
+                                            std::string token = "", int64_t report_id = 0) {
     v1::ReportRequest req;
     req.set_trial_id(trial_id);
+    req.set_report_id(report_id);
     if (step) req.set_step(*step);
     for (auto& [k, v] : m) (*req.mutable_metrics())[k] = v;
     return controller_->Report(req, token.empty() ? TokenOf(trial_id) : token);
@@ -198,6 +199,46 @@ TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
   auto sweep = *controller_->GetSweep(id);
   EXPECT_EQ(sweep.best_trial_id(), b);
   EXPECT_EQ(sweep.best_objective(), 0.5);
+}
+
+// A client retries a report whose reply it did not get. Without a step, only the report's id
+// tells the retry from a new report with the same values; it holds across a crash of hpod.
+TEST_F(ControllerTest, RetriedReportsAreStoredOnceAlsoAfterACrash) {
+  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(100); return f; };
+  int64_t id = Submit(Spec(1, 1));
+  controller_->RunOnce();
+  int64_t t = Trials(id)[0].id();
+  auto first = Report(t, {{"loss", 0.5}}, std::nullopt, "", 11);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->step(), 1);
+  auto retry = Report(t, {{"loss", 0.5}}, std::nullopt, "", 11);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(retry->step(), 1);  // answered as the first was
+  auto same_values = Report(t, {{"loss", 0.5}}, std::nullopt, "", 12);  // a new report
+  ASSERT_TRUE(same_values.ok());
+  EXPECT_EQ(same_values->step(), 2);
+  ASSERT_TRUE(Report(t, {{"loss", 0.4}}, 5).ok());  // no id: step and metrics decide
+  EXPECT_EQ(Report(t, {{"loss", 0.4}}, 5)->step(), 5);
+  ASSERT_TRUE(Report(t, {{"loss", 0.3}}, std::nullopt, "", 13).ok());
+  controller_->RunOnce();
+  EXPECT_EQ(ReportRows(), 4);
+
+  // kill -9 of hpod before the last reply reached the client; the trial runs on (the simulated
+  // backend stands for the node) and the restarted daemon re-adopts it.
+  (void)controller_.release();
+  (void)store_.release();
+  OpenStore();
+  MakeController();
+  controller_->RunOnce();
+  ASSERT_EQ(Trials(id)[0].state(), v1::TRIAL_STATE_RUNNING);
+  auto after = Report(t, {{"loss", 0.3}}, std::nullopt, "", 13);  // the client's retry
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->step(), 6);
+  auto next = Report(t, {{"loss", 0.3}}, std::nullopt, "", 14);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->step(), 7);
+  controller_->RunOnce();
+  EXPECT_EQ(ReportRows(), 5);
 }
 
 TEST_F(ControllerTest, BadReportsStoreNothing) {

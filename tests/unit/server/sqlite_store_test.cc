@@ -44,7 +44,8 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   t.ended_at = absl::FromUnixSeconds(1010);
   ASSERT_TRUE((*store)->UpdateTrial(t).ok());
   ASSERT_TRUE((*store)->Begin().ok());
-  ASSERT_TRUE((*store)->InsertReport({t.id, 1, {{"loss", 0.5}, {"acc", 0.7}}, absl::FromUnixSeconds(1002)}).ok());
+  ASSERT_TRUE((*store)->InsertReport({t.id, 1, {{"loss", 0.5}, {"acc", 0.7}}, absl::FromUnixSeconds(1002), 77}).ok());
+  ASSERT_TRUE((*store)->FlushReportLog().ok());  // one report in each table
   ASSERT_TRUE((*store)->InsertReport({t.id, 2, {{"loss", 0.25}}, absl::FromUnixSeconds(1003)}).ok());
   auto seq1 = (*store)->InsertEvent({0, *sid, t.id, "payload-1"});
   auto seq2 = (*store)->InsertEvent({0, *sid, 0, "payload-2"});
@@ -68,7 +69,9 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   auto reports = (*again)->LoadReports(t.id);
   ASSERT_EQ(reports->size(), 2u);
   EXPECT_EQ((*reports)[0].metrics.size(), 2u);
+  EXPECT_EQ((*reports)[0].report_id, 77);  // moved to the indexed table with its id
   EXPECT_EQ((*reports)[1].step, 2);
+  EXPECT_EQ((*reports)[1].report_id, 0);
   auto events = (*again)->LoadEvents(*sid, *seq1, 10);
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ((*events)[0].payload, "payload-2");
