@@ -17,16 +17,6 @@ std::optional<double> ValueAt(const Curve& c, int64_t step) {
   return std::nullopt;
 }
 
-// Best (per direction) value among points with step <= `step`.
-std::optional<double> BestUpTo(const Curve& c, int64_t step, Direction d) {
-  std::optional<double> best;
-  for (const auto& [s, v] : c.points) {
-    if (s > step) break;
-    if (!best || IsBetter(v, *best, d)) best = v;
-  }
-  return best;
-}
-
 }  // namespace
 
 std::vector<int64_t> AshaStopper::Rungs(int bracket) const {
@@ -121,27 +111,6 @@ StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
   double threshold = *worst_top();
   if (!Bootstrapping(n) && !IsBetter(threshold, value, direction)) return {};
   return Verdict(rung_index, rung, value, threshold, keep, n);
-}
-
-StopDecision MedianStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
-                                   Direction direction) const {
-  if (trial.points.empty()) return {};
-  int64_t step = trial.points.back().first;
-  if (step < options_.grace_steps) return {};
-  std::vector<double> bests;
-  for (const Curve* other : others) {
-    // Only trials that got at least this far count.
-    if (other->points.empty() || other->points.back().first < step) continue;
-    if (auto b = BestUpTo(*other, step, direction)) bests.push_back(*b);
-  }
-  if (static_cast<int>(bests.size()) < options_.min_trials) return {};
-  std::sort(bests.begin(), bests.end());
-  size_t n = bests.size();
-  double median = n % 2 == 1 ? bests[n / 2] : (bests[n / 2 - 1] + bests[n / 2]) / 2;
-  double mine = *BestUpTo(trial, step, direction);
-  if (!IsBetter(median, mine, direction)) return {};
-  return {Decision::kStop, absl::StrFormat("median: best %g by step %d is worse than the median %g of %d trials",
-                                           mine, step, median, n)};
 }
 
 }  // namespace hpo::algorithms

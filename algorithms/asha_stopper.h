@@ -61,23 +61,4 @@ class AshaStopper final : public Stopper {
   std::map<std::pair<int, int64_t>, RungValues> rungs_;  // (bracket, rung step) -> values
 };
 
-// Median stopping rule (Golovin et al., 2017): after `grace_steps`, a trial stops when its best
-// value so far is worse than the median of the other trials' best values up to the same step,
-// once at least `min_trials` others reached that step.
-struct MedianOptions {
-  int64_t grace_steps = 1;
-  int min_trials = 3;
-};
-
-class MedianStopper final : public Stopper {
- public:
-  explicit MedianStopper(const MedianOptions& options) : options_(options) {}
-  std::string Name() const override { return "median"; }
-  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
-                      Direction direction) const override;
-
- private:
-  MedianOptions options_;
-};
-
 }  // namespace hpo::algorithms

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "algorithms/asha_stopper.h"
+#include "algorithms/median_stopper.h"
 
 namespace hpo::algorithms {
 

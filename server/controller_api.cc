@@ -302,6 +302,13 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
   if (it != report.metrics.end()) {
     double value = it->second;
     if (!sweep->stopper_is_none) trial->curve.emplace_back(step, value);  // stoppers and TPE read it
+    // An incremental stopper records every point, also of a trial already told to stop (its
+    // values count for the others, as in the pure form); the verdict may go unused.
+    std::optional<algorithms::StopDecision> verdict;
+    if (!sweep->stopper_is_none && sweep->stopper->Incremental()) {
+      verdict = sweep->stopper->Observe({rec.number, {trial->curve.data(), trial->curve.size()}, false},
+                                        objective.direction);
+    }
     if (!objective.use_best || !rec.objective || IsBetter(value, *rec.objective, objective.direction)) {
       rec.objective = value;
     }
@@ -311,11 +318,9 @@ absl::StatusOr<v1::ReportResponse> Controller::Report(const v1::ReportRequest& r
                                value));
       // The trial that reached the goal ends well, as a completed one.
       if (trial->stop_state == v1::TRIAL_STATE_STOPPED) trial->stop_reason = "reached the sweep's goal";
-    } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED && sweep->stopper->Incremental()) {
-      algorithms::Curve mine{rec.number, {trial->curve.data(), trial->curve.size()}, false};
-      algorithms::StopDecision d = sweep->stopper->Observe(mine, objective.direction);
-      if (d.decision == algorithms::Decision::kStop) {
-        RequestStop(*trial, v1::TRIAL_STATE_STOPPED, d.reason, sweep->spec.stop_grace);
+    } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED && verdict) {
+      if (verdict->decision == algorithms::Decision::kStop) {
+        RequestStop(*trial, v1::TRIAL_STATE_STOPPED, verdict->reason, sweep->spec.stop_grace);
       }
     } else if (trial->stop_state == v1::TRIAL_STATE_UNSPECIFIED) {
       std::vector<algorithms::Curve> curves;

@@ -1,5 +1,6 @@
 // Stoppers against hand-computed cases.
 #include "algorithms/asha_stopper.h"
+#include "algorithms/median_stopper.h"
 #include <random>
 
 #include "gtest/gtest.h"
@@ -131,6 +132,62 @@ TEST(Median, StopsBelowTheMedianAfterGrace) {
   EXPECT_EQ(t.Decide(median, 3), Decision::kStop);      // best 0.8 vs median 0.5
   t.points[3].back().second = 0.45;
   EXPECT_EQ(t.Decide(median, 3), Decision::kContinue);  // 0.45 beats the median
+}
+
+// The incremental median rule against the pure one on random asynchronous runs: trials report
+// in shuffled order, steps grow by 1-3 (so trials skip steps others report), values tie, trials
+// told to stop report on for a while (their values still count), both directions. `mode`
+// 1: one trial once repeats a step, which makes the stopper fall back to the pure form; 2:
+// every trial's steps are its own (scattered), which makes it fall back once its trees hold
+// too many entries. Either way it must decide alike.
+TEST(Median, IncrementalDecidesAsThePureForm) {
+  for (int mode : {0, 1, 2}) {
+    for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
+      for (uint32_t seed = 1; seed <= 4; ++seed) {
+        std::mt19937 rng(seed);
+        MedianStopper pure({3, 4}), incremental({3, 4});
+        Trials t;
+        std::vector<int> after_stop;
+        for (int n = 0; n < 50; ++n) {
+          t.Add(n, {});
+          after_stop.push_back(-1);
+        }
+        int decisions = 0, stops = 0;
+        bool repeat = mode == 1;  // once, half-way
+        for (int round = 0; round < 3000; ++round) {
+          size_t i = rng() % t.points.size();
+          if (after_stop[i] == 0 || t.points[i].size() >= 40) continue;
+          int64_t last = t.points[i].empty() ? 0 : t.points[i].back().first;
+          int64_t step = last + 1 + static_cast<int64_t>(rng() % 3);
+          if (mode == 2) step = last + 1 + static_cast<int64_t>(rng() % 1000);
+          if (repeat && round >= 1500 && !t.points[i].empty()) {
+            step = last;
+            repeat = false;
+          }
+          double value = static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 5));
+          t.points[i].emplace_back(step, value);
+          Decision a = t.Decide(pure, i, d);
+          Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
+          Decision b = incremental.Observe(mine, d).decision;
+          if (after_stop[i] > 0) {
+            --after_stop[i];  // told to stop already: only its values matter
+            continue;
+          }
+          ASSERT_EQ(a, b) << "mode " << mode << " seed " << seed << " trial " << i << " step " << step;
+          ++decisions;
+          if (a == Decision::kStop) {
+            after_stop[i] = static_cast<int>(rng() % 3);
+            ++stops;
+          }
+        }
+        if (mode != 2) {  // 2: only once the trees hold too many entries
+          EXPECT_EQ(incremental.fallen_back(), mode == 1);
+        }
+        EXPECT_GT(decisions, 100);
+        EXPECT_GT(stops, 10);
+      }
+    }
+  }
 }
 
 TEST(MakeStopper, ValidatesSettings) {
