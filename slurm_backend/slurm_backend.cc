@@ -7,12 +7,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
 #include "common/shell_quote.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -44,6 +50,39 @@ std::string Tail(const std::string& path, size_t max) {
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
   std::fclose(f);
   return out;
+}
+
+// Each task of a step that asks for GPUs records them before it execs the trial's command: Slurm
+// picks a step's GPUs and tells only the step (SLURM_STEP_GPUS: the node's indices; else
+// CUDA_VISIBLE_DEVICES). One file per task in the trial directory ($0); a failed write (a trial
+// directory the node cannot see) is ignored.
+constexpr char kGpuRecordPrefix[] = ".hpo-gpus.";
+constexpr char kGpuRecordScript[] =
+    "{ echo \"${SLURM_STEP_GPUS:-$CUDA_VISIBLE_DEVICES}\" "
+    "> \"$0/.hpo-gpus.$SLURMD_NODENAME.$SLURM_PROCID\"; } 2>/dev/null; exec \"$@\"";
+
+// What a step's tasks recorded in `dir`: "n1:0,1 n2:2,3" (nodes in name order, each one's GPUs
+// ascending); `*files` is how many tasks did.
+std::string RecordedGpus(const std::string& dir, int* files) {
+  std::map<std::string, std::set<int>> by_node;
+  *files = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, kGpuRecordPrefix)) continue;
+    std::string rest = name.substr(sizeof(kGpuRecordPrefix) - 1);
+    std::string node = rest.substr(0, rest.rfind('.'));
+    absl::StatusOr<std::string> text = ReadFile(entry.path().string());
+    if (!text.ok() || node.empty()) continue;
+    ++*files;
+    for (absl::string_view g : absl::StrSplit(absl::StripAsciiWhitespace(*text), ',', absl::SkipEmpty())) {
+      int index = 0;
+      if (absl::SimpleAtoi(g, &index)) by_node[node].insert(index);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [node, gpus] : by_node) parts.push_back(absl::StrCat(node, ":", absl::StrJoin(gpus, ",")));
+  return absl::StrJoin(parts, " ");
 }
 
 // The sweep's `slurm:` settings that any job hpod submits carries (a trial's job or a holder).
@@ -153,6 +192,9 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id, const std::vect
       "--kill-on-bad-exit=1",
   };
   if (mem_per_cpu_mb > 0) argv.push_back(absl::StrCat("--mem-per-cpu=", mem_per_cpu_mb));
+  if (r.gpus_per_task > 0 || r.gpus > 0) {
+    argv.insert(argv.end(), {"/bin/sh", "-c", kGpuRecordScript, spec.trial_dir});
+  }
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   return argv;
 }
@@ -288,6 +330,9 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   step.stderr_path = spawn.stderr_path;
   step.launched = clock_.Now();
   step.stop_signal = spec.stop_signal;
+  step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
+  step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
+  step.gpus_checked = step.launched;
   for (int i : picked) {
     a->free_gpus[static_cast<size_t>(i)] -= step.gpus;
     a->free_cpus[static_cast<size_t>(i)] -= step.cpus;
@@ -394,6 +439,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   IdentifySteps(false, out);
   absl::Time now = clock_.Now();
   for (auto& [trial_id, step] : steps_) {
+    RecordStepGpus(step, /*force=*/false, out);
     if (step.kill_at && now >= *step.kill_at) {
       spdlog::info("trial {}: step did not end within its grace period; canceling it", trial_id);
       if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
@@ -461,6 +507,7 @@ void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
       ++it;
       continue;
     }
+    RecordStepGpus(it->second, /*force=*/true, out);
     out.push_back(StepEnded(it->second, state == TrialProcess::State::kEnded ? &outcome : nullptr));
     it = steps_.erase(it);
   }
@@ -545,6 +592,21 @@ void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
     e.backend_id = StepBackendId(step);
     out.push_back(std::move(e));
   }
+}
+
+void SlurmBackend::RecordStepGpus(Step& step, bool force, std::vector<BackendEvent>& out) {
+  absl::Time now = clock_.Now();
+  if (step.gpus_recorded || (!force && now - step.gpus_checked < absl::Seconds(1))) return;
+  step.gpus_checked = now;
+  int files = 0;
+  std::string gpus = RecordedGpus(step.process.dir, &files);
+  if (files < step.tasks && !force) return;
+  step.gpus_recorded = true;
+  if (gpus.empty()) return;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, step.trial_id, now);
+  e.backend_id = StepBackendId(step);
+  e.gpus = std::move(gpus);
+  out.push_back(std::move(e));
 }
 
 void SlurmBackend::ResizePools() {

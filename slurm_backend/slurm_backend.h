@@ -131,6 +131,9 @@ class SlurmBackend final : public Backend {
     bool stop_requested = false;
     int stop_signal = 15;
     std::optional<absl::Time> kill_at;
+    int tasks = 1;                 // its tasks, each of which records its GPUs (StepArgv)
+    bool gpus_recorded = false;    // its GPUs were read back (or it asked for none)
+    absl::Time gpus_checked;       // when they were last looked for
   };
 
   // The nodes of `a` where a step with `r` fits now (best fit), or nullopt.
@@ -148,6 +151,10 @@ class SlurmBackend final : public Backend {
   // The user's jobs, asked at most once a second while re-adopting.
   absl::StatusOr<std::vector<JobStatus>> MineForAdoption();
   void IdentifySteps(bool force, std::vector<BackendEvent>& out);
+  // Reads back which GPUs Slurm gave the step (what its tasks recorded, see StepArgv) once every
+  // task did, at most once a second, or with `force` whatever is there (the step ended), and
+  // reports them (kUpdated).
+  void RecordStepGpus(Step& step, bool force, std::vector<BackendEvent>& out);
   void ResizePools();
   void ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
   std::string StepBackendId(const Step& s) const;

@@ -63,6 +63,9 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.stop_signal = spec.stop_signal;
   step.stderr_path = spec.trial_dir + "/stderr.log";
   step.launched = clock_.Now();
+  step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
+  step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
+  step.gpus_checked = step.launched;
   unsigned job = 0, step_id = 0;
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2) step.step_id = step_id;
   step.job_id = job;

@@ -3,6 +3,7 @@
 # allocations hpod requests and releases itself, on a real 2-node cluster with 4 fake GPUs per node.
 #  - 12 trials mixing 1- and 2-GPU requests in one 4-GPU allocation: no GPU is used by two trials at
 #    once, and no trial waited while enough GPUs sat idle for it; the allocation is gone afterwards;
+#  - hpod learns which GPUs Slurm gave each step (the ones its tasks see);
 #  - a 2-node trial is one step over both nodes;
 #  - early stopping: the reply tells a trial to stop; one that ignores it gets the sweep's
 #    stop_signal (SIGUSR1) and its step ends within the grace period; both end STOPPED;
@@ -38,14 +39,17 @@ hpo export "$id" --format csv >"$WORK/out" && grep -q "step=" "$WORK/out" || fai
 wait_for "[ \$(jobs_left) -eq 0 ]" 10
 for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
   n=$(basename "$t")
-  echo "$(sql "SELECT created_at, json_extract(params_json, '\$.g') FROM trials WHERE sweep_id=$id AND number=$((10#$n))" | tr '|' ' ') $(paste -s -d ' ' "$t/gpu.txt")"
+  echo "$(sql "SELECT created_at, json_extract(params_json, '\$.g') FROM trials WHERE sweep_id=$id AND number=$((10#$n))" | tr '|' ' ') $(paste -s -d ' ' "$t/gpu.txt") $(sql "SELECT gpus FROM trials WHERE sweep_id=$id AND number=$((10#$n))")"
 done >"$WORK/mixed.txt"
 $PY - "$WORK/mixed.txt" <<'PYEOF'
 import sys
 rows = []  # created, want, node, gpus, start, end
 for line in open(sys.argv[1]):
-    created, want, node, gpus, start, end = line.split()
+    created, want, node, gpus, start, end, stored = line.split()
     rows.append((float(created), int(want), node, gpus.split(","), float(start), float(end)))
+    # hpod learned which GPUs Slurm gave the step: the ones the trial saw.
+    seen = node + ":" + ",".join(sorted(gpus.split(","), key=int))
+    assert stored == seen, ("the stored GPUs are not the step's", stored, seen)
 assert len(rows) == 12, rows
 for r in rows:
     assert len(r[3]) == r[1], ("a trial got the wrong number of GPUs", r)
@@ -90,6 +94,9 @@ ranks=$(cut -d' ' -f1,2 "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | sort
   || fail "tasks did not get a GPU each: $(cat "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt")"
 [ "$(awk '$4 ~ /,/' "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | wc -l)" -eq 0 ] || fail "a task saw more than one GPU"
 [ "$(sql "SELECT report_count FROM trials WHERE sweep_id=$id")" -eq 1 ] || fail "rank 0 should report once"
+want=$(awk '{print $2, $4}' "$HPO_DATA_DIR/sweeps/$id/trials/00000/ranks.txt" | sort -n -k2 | awk '{g[$1] = g[$1] (g[$1] ? "," : "") $2} END {for (n in g) print n ":" g[n]}' | sort | paste -s -d ' ')
+[ "$(sql "SELECT gpus FROM trials WHERE sweep_id=$id")" = "$want" ] \
+  || fail "stored GPUs '$(sql "SELECT gpus FROM trials WHERE sweep_id=$id")', the tasks saw '$want'"
 
 # --- early stopping through the reply; the signal and grace period for a trial that ignores it ---
 cat >"$WORK/stop.yaml" <<'YAML'

@@ -76,6 +76,7 @@ class SlurmStepsTest : public ::testing::Test {
                                 "#!/bin/sh\n"
                                 "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
                                 "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
+                                "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_GPUS=3,1\n"
                                 "exec \"$@\"\n",
                                 0755).ok());
     auto fake = std::make_unique<FakeSlurm>(canceled_);
@@ -189,6 +190,24 @@ TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
   EXPECT_THAT(argv, HasSubstr("--nodelist=n1 --gres=gpu:2"));
   EXPECT_THAT(argv, HasSubstr("--jobid=101 --exact --quiet --job-name=hpo-1-4 --nodes=1 --ntasks=1 "
                               "--ntasks-per-node=1 --cpus-per-task=1 --nodelist=n2 --gres=gpu:4"));
+}
+
+// Slurm tells only the step which GPUs it got: its task records them, and the backend reports
+// them once it read them back.
+TEST_F(SlurmStepsTest, LearnsTheGpusSlurmGaveAStep) {
+  Allocate("n1");
+  ASSERT_TRUE(backend_->Launch(Spec(1, {"sleep", "5"}, 2)).ok());
+  std::string gpus;
+  for (int i = 0; i < 500 && gpus.empty(); ++i) {
+    clock_.Advance(absl::Seconds(1));
+    for (const BackendEvent& e : backend_->Poll()) {
+      if (e.kind == BackendEvent::Kind::kUpdated && !e.gpus.empty()) gpus = e.gpus;
+    }
+    if (gpus.empty()) ::usleep(10'000);
+  }
+  EXPECT_EQ(gpus, "n1:1,3");
+  EXPECT_TRUE(backend_->Stop(1, absl::Seconds(1)).ok());
+  EXPECT_EQ(WaitEnds(1).size(), 1u);
 }
 
 TEST_F(SlurmStepsTest, CpuOnlyStepsNameNoGres) {
