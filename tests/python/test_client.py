@@ -16,6 +16,10 @@ import hpo
 BIN = os.environ["HPO_BIN"]
 
 
+def _state_name(state):
+    return hpo.client._state("trial", state)
+
+
 class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -112,6 +116,44 @@ class ClientTest(unittest.TestCase):
         s = self.client.submit(self.spec(trials=3, command=["sleep", "300"]))
         st = s.cancel(wait=True, timeout=60)
         self.assertEqual(st["state"], "CANCELED")
+
+    def test_a_retried_report_is_stored_once(self):
+        # The trial's first report is stored but its reply is lost (hpod went away just then):
+        # the helper retries it with the same report id, and hpod answers it without storing it
+        # again, though it has no step to tell it by.
+        flaky = os.path.join(self.work, "flaky.py")
+        with open(flaky, "w") as f:
+            f.write(textwrap.dedent("""
+                import grpc
+                from hpo import client
+
+                class LostReply(grpc.RpcError):
+                    def code(self):
+                        return grpc.StatusCode.UNAVAILABLE
+                    def details(self):
+                        return "the reply was lost"
+
+                reporter = client._Reporter()
+                real, ids = reporter.stub, []
+                class Flaky:
+                    def Report(self, req, **kw):
+                        reply = real.Report(req, **kw)
+                        ids.append(req.report_id)
+                        if len(ids) == 1:
+                            raise LostReply()
+                        return reply
+                reporter.stub = Flaky()
+                assert reporter.report(None, {"loss": 2.0})
+                assert len(ids) == 2 and ids[0] == ids[1] != 0, ids
+                assert reporter.report(None, {"loss": 1.0})
+            """))
+        s = self.client.submit(self.spec(trials=1, command=[sys.executable, flaky]))
+        st = s.wait(timeout=60)
+        self.assertEqual(st["state"], "COMPLETED")
+        (t,) = s._trials()
+        self.assertEqual(_state_name(t.state), "COMPLETED", t.message)
+        self.assertEqual(t.report_count, 2)  # the retry stored nothing
+        self.assertEqual(t.step, 2)
 
     def test_report_outside_a_trial_is_a_clear_error(self):
         env = {k: v for k, v in os.environ.items() if not k.startswith("HPO_TRIAL")}
