@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -56,7 +57,26 @@ struct Result {
   int64_t errors = 0;
   double rate = 0;
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  double hpod_cores = 0, generator_cores = 0;  // CPU used during the measured window, in cores
 };
+
+// CPU seconds (user + system) `pid` has used so far, all its threads (0 when unknown).
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  // The fields after the command name (which may hold spaces) in parentheses.
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime (ticks)
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 // The load generator shares the 2 cores with hpod; its channels use gRPC's lean client stack
 // and no bandwidth probing so that as much CPU as possible goes to the server under test.
@@ -286,7 +306,8 @@ class LoadGenerator {
 // Runs `k` virtual trials on `rpc` for `seconds` after a 1 s warm-up.
 // `rate` > 0: the trials together offer `rate` reports/s (each k/rate apart), else closed loop.
 Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int k, double seconds,
-               LoadGenerator::Rpc rpc, int64_t first_step, double rate, int64_t* acknowledged) {
+               LoadGenerator::Rpc rpc, int64_t first_step, double rate, pid_t daemon,
+               int64_t* acknowledged) {
   auto interval = rate > 0 ? std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(static_cast<double>(k) / rate))
                            : Clock::duration::zero();
@@ -296,9 +317,11 @@ Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int
   std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up
   measuring = true;
   auto t0 = Clock::now();
+  double hpod_cpu0 = CpuSeconds(daemon), self_cpu0 = CpuSeconds(::getpid());
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   measuring = false;
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  double hpod_cpu = CpuSeconds(daemon) - hpod_cpu0, self_cpu = CpuSeconds(::getpid()) - self_cpu0;
   stop = true;
   driver.join();
   Result r;
@@ -313,6 +336,8 @@ Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int
   r.p90_ms = Percentile(all, 0.90);
   r.p99_ms = Percentile(all, 0.99);
   r.max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
+  r.hpod_cores = hpod_cpu / elapsed;
+  r.generator_cores = self_cpu / elapsed;
   return r;
 }
 
@@ -523,13 +548,14 @@ int main(int argc, char** argv) {
       // Each run's steps continue past the previous run's, so no two reports of a trial share one.
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, &acknowledged));
+      results.emplace_back(rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, daemon, &acknowledged));
     }
     // Open loop at the largest client count: the latency at a given load, not at saturation.
     for (double rate : offered) {
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step, rate, &acknowledged));
+      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step, rate, daemon,
+                                        &acknowledged));
     }
   }
   (void)client.Cancel(sweep->id());
@@ -555,14 +581,20 @@ int main(int argc, char** argv) {
   std::printf("\nhpod report throughput (%s SQLite, loopback TCP gRPC, one channel per trial, %u cores)\n\n",
               no_durable ? "synchronous=NORMAL" : "durable: WAL + synchronous=FULL",
               std::thread::hardware_concurrency());
-  std::printf("| RPC | clients | offered/s | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
-  std::printf("|-----|--------:|----------:|----------:|-------:|-------:|-------:|-------:|-------:|\n");
+  std::printf("| RPC | clients | offered/s | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors "
+              "| hpod CPU | generator CPU | hpod µs/report |\n");
+  std::printf("|-----|--------:|----------:|----------:|-------:|-------:|-------:|-------:|-------:"
+              "|---------:|--------------:|---------------:|\n");
   for (const auto& [rpc, r] : results) {
     std::string offered_text = r.offered > 0 ? absl::StrCat(static_cast<int64_t>(r.offered)) : "max (closed loop)";
-    std::printf("| %s | %7d | %s | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld |\n",
+    std::printf("| %s | %7d | %s | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld | %8.2f | %13.2f | %14.0f |\n",
                 rpc == "unary" ? "Report (unary)" : "ReportStream", r.clients, offered_text.c_str(),
-                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors));
+                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors),
+                r.hpod_cores, r.generator_cores, r.rate > 0 ? r.hpod_cores * 1e6 / r.rate : 0.0);
   }
+  std::printf("\n(CPU in cores over the measured window: hpod's process, and this program's, which is the\n"
+              "load generator; both share the machine's %u cores.)\n",
+              std::thread::hardware_concurrency());
   std::printf("\nacknowledged reports: %lld; rows in the store: %lld -> %s\n",
               static_cast<long long>(acknowledged), static_cast<long long>(stored),
               stored == acknowledged ? "every acknowledged report is stored" : "MISMATCH");
