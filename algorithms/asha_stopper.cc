@@ -40,7 +40,8 @@ int AshaStopper::BracketOf(int64_t trial_number) const {
 std::optional<std::pair<size_t, int64_t>> AshaStopper::CrossedRung(const Curve& trial) const {
   if (trial.points.empty()) return std::nullopt;
   int64_t step = trial.points.back().first;
-  int64_t previous = trial.points.size() >= 2 ? trial.points[trial.points.size() - 2].first : INT64_MIN;
+  int64_t previous =
+      trial.points.size() >= 2 ? trial.points[trial.points.size() - 2].first : INT64_MIN;
   std::optional<std::pair<size_t, int64_t>> crossed;
   std::vector<int64_t> rungs = Rungs(BracketOf(trial.trial_number));
   for (size_t k = 0; k < rungs.size(); ++k) {
@@ -52,13 +53,15 @@ std::optional<std::pair<size_t, int64_t>> AshaStopper::CrossedRung(const Curve& 
 StopDecision AshaStopper::Verdict(size_t rung_index, int64_t rung, double value, double threshold,
                                   size_t keep, size_t n) const {
   if (Bootstrapping(n)) {
-    return {Decision::kStop, absl::StrFormat("%s: at rung %d (step %d) only %d trial(s) so far; it promotes none "
-                                             "until more than %d (bootstrap)",
-                                             Name(), rung_index, rung, n, options_.bootstrap)};
+    return {Decision::kStop,
+            absl::StrFormat("%s: at rung %d (step %d) only %d trial(s) so far; it promotes none "
+                            "until more than %d (bootstrap)",
+                            Name(), rung_index, rung, n, options_.bootstrap)};
   }
-  return {Decision::kStop,
-          absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d (threshold %g)",
-                          Name(), rung_index, rung, value, keep, n, threshold)};
+  return {
+      Decision::kStop,
+      absl::StrFormat("%s: at rung %d (step %d) %g is not among the best %d of %d (threshold %g)",
+                      Name(), rung_index, rung, value, keep, n, threshold)};
 }
 
 StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
@@ -93,8 +96,10 @@ StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
   // The worst of the top values, and the best of the rest, per direction.
   auto worst_top = [&] { return min ? std::prev(r.top.end()) : r.top.begin(); };
   auto best_rest = [&] { return min ? r.rest.begin() : std::prev(r.rest.end()); };
-  if (!r.top.empty() && IsBetter(value, *worst_top(), direction)) r.top.insert(value);
-  else r.rest.insert(value);
+  if (!r.top.empty() && IsBetter(value, *worst_top(), direction))
+    r.top.insert(value);
+  else
+    r.rest.insert(value);
   size_t n = r.top.size() + r.rest.size();
   int64_t eta = std::max<int64_t>(options_.reduction_factor, 2);
   size_t keep = std::max<size_t>(1, n / static_cast<size_t>(eta));

@@ -27,21 +27,22 @@
 namespace hpo::algorithms {
 
 struct AshaOptions {
-  int64_t min_resource = 1;    // first rung (the grace period)
-  int64_t max_resource = 0;    // no rung at or past it (0: unbounded)
+  int64_t min_resource = 1;  // first rung (the grace period)
+  int64_t max_resource = 0;  // no rung at or past it (0: unbounded)
   int64_t reduction_factor = 3;
-  int brackets = 1;            // 1: ASHA; > 1: Hyperband
-  int64_t bootstrap = 0;       // a rung stops every trial until more than this many reached it
+  int brackets = 1;       // 1: ASHA; > 1: Hyperband
+  int64_t bootstrap = 0;  // a rung stops every trial until more than this many reached it
 };
 
 class AshaStopper final : public Stopper {
  public:
   explicit AshaStopper(const AshaOptions& options) : options_(options) {}
   std::string Name() const override { return options_.brackets > 1 ? "hyperband" : "asha"; }
-  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
-                      Direction direction) const override;
-  bool Incremental() const override { return true; }
   StopDecision Observe(const Curve& trial, Direction direction) override;
+  // The pure form: the decision for `trial` (its last point new) given every other trial's
+  // curve, finished or not. Observe decides exactly alike; the tests hold it to this.
+  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                      Direction direction) const;
 
   // The rung steps of a bracket, ascending (exposed for tests).
   std::vector<int64_t> Rungs(int bracket) const;

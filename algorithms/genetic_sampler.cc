@@ -32,14 +32,21 @@ struct Member {
 }  // namespace
 
 absl::Status GeneticSampler::Validate(const GeneticOptions& o) {
-  auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("genetic: ", what)); };
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("genetic: ", what));
+  };
   if (o.population < 2) return bad("population must be at least 2");
   if (o.tournament < 1) return bad("tournament must be at least 1");
-  if (!(o.crossover_rate >= 0 && o.crossover_rate <= 1)) return bad("crossover_rate must be between 0 and 1");
-  if (!(o.mutation_rate >= 0 && o.mutation_rate <= 1)) return bad("mutation_rate must be between 0 and 1");
-  if (!(o.mutation_scale > 0 && o.mutation_scale <= 10)) return bad("mutation_scale must be above 0 (and at most 10)");
-  if (o.elitism < 0 || o.elitism >= o.population) return bad("elitism must be from 0 to population - 1");
-  if (o.demes < 1 || o.demes * 2 > o.population) return bad("demes must be from 1 to population / 2");
+  if (!(o.crossover_rate >= 0 && o.crossover_rate <= 1))
+    return bad("crossover_rate must be between 0 and 1");
+  if (!(o.mutation_rate >= 0 && o.mutation_rate <= 1))
+    return bad("mutation_rate must be between 0 and 1");
+  if (!(o.mutation_scale > 0 && o.mutation_scale <= 10))
+    return bad("mutation_scale must be above 0 (and at most 10)");
+  if (o.elitism < 0 || o.elitism >= o.population)
+    return bad("elitism must be from 0 to population - 1");
+  if (o.demes < 1 || o.demes * 2 > o.population)
+    return bad("demes must be from 1 to population / 2");
   if (o.migration_interval < 0) return bad("migration_interval must be 0 (none) or more");
   return absl::OkStatus();
 }
@@ -51,7 +58,8 @@ ParamValue GeneticSampler::Mutate(const ParamDef& p, const ParamValue& v, double
     case ParamType::kCategorical: {
       if (p.choices.size() < 2) return p.choices.front();
       // Another choice, uniformly.
-      size_t current = static_cast<size_t>(std::find(p.choices.begin(), p.choices.end(), v) - p.choices.begin());
+      size_t current =
+          static_cast<size_t>(std::find(p.choices.begin(), p.choices.end(), v) - p.choices.begin());
       size_t pick = rng.Below(p.choices.size() - (current < p.choices.size() ? 1 : 0));
       if (current < p.choices.size() && pick >= current) ++pick;
       return p.choices[pick];
@@ -65,7 +73,8 @@ ParamValue GeneticSampler::Mutate(const ParamDef& p, const ParamValue& v, double
   double x;
   if (p.log) {
     double lo = std::log(p.low), hi = std::log(p.high);
-    x = std::exp(Reflect(std::log(std::max(*x0, p.low)) + Gaussian(rng) * scale * (hi - lo), lo, hi));
+    x = std::exp(
+        Reflect(std::log(std::max(*x0, p.low)) + Gaussian(rng) * scale * (hi - lo), lo, hi));
   } else {
     x = Reflect(*x0 + Gaussian(rng) * scale * (p.high - p.low), p.low, p.high);
   }
@@ -114,9 +123,12 @@ absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestReque
   const size_t elitism = static_cast<size_t>(o.elitism);
   // With the request's objective column the pass reads 8 bytes per trial, not whole entries
   // (at 100,000 trials the entries are megabytes, and memory bandwidth was the cost).
-  const std::vector<double>* column = req.objectives != nullptr && req.objectives->size() == history.size()
-                                          ? req.objectives : nullptr;
-  auto objective_of = [&](size_t i) { return column != nullptr ? (*column)[i] : ObjectiveColumn(history[i]); };
+  const std::vector<double>* column =
+      req.objectives != nullptr && req.objectives->size() == history.size() ? req.objectives
+                                                                            : nullptr;
+  auto objective_of = [&](size_t i) {
+    return column != nullptr ? (*column)[i] : ObjectiveColumn(history[i]);
+  };
   // Trials come in number order, so each one's deme follows from the last one's without a
   // division.
   bool first = true;
@@ -125,8 +137,10 @@ absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestReque
   for (size_t i = history.size(); i-- > 0;) {
     int64_t number = column != nullptr ? static_cast<int64_t>(i) : history[i].number;
     if (udemes > 1) {
-      if (!first && number == last_number - 1) d = d == 0 ? udemes - 1 : d - 1;
-      else d = static_cast<uint64_t>(number) % udemes;
+      if (!first && number == last_number - 1)
+        d = d == 0 ? udemes - 1 : d - 1;
+      else
+        d = static_cast<uint64_t>(number) % udemes;
       first = false;
       last_number = number;
     }
@@ -176,11 +190,13 @@ absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestReque
   }
   std::vector<const ParamDef*> mutable_params;
   for (const ParamDef& p : space.params) {
-    if (p.type != ParamType::kFixed && p.Cardinality().value_or(2) > 1) mutable_params.push_back(&p);
+    if (p.type != ParamType::kFixed && p.Cardinality().value_or(2) > 1)
+      mutable_params.push_back(&p);
   }
   if (o.mutation_rate > 0) {
     for (const ParamDef* p : mutable_params) {
-      if (rng.Uniform() < o.mutation_rate) child[p->name] = Mutate(*p, child[p->name], o.mutation_scale, rng);
+      if (rng.Uniform() < o.mutation_rate)
+        child[p->name] = Mutate(*p, child[p->name], o.mutation_scale, rng);
     }
     if (child == a.entry->params && !mutable_params.empty()) {
       const ParamDef* p = mutable_params[rng.Below(mutable_params.size())];
@@ -194,15 +210,20 @@ absl::StatusOr<std::optional<Params>> GeneticSampler::Suggest(const SuggestReque
 }
 
 absl::Status PbtSampler::Validate(const PbtOptions& o) {
-  auto bad = [](absl::string_view what) { return absl::InvalidArgumentError(absl::StrCat("pbt: ", what)); };
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("pbt: ", what));
+  };
   if (o.population < 2) return bad("population must be at least 2");
-  if (!(o.quantile > 0 && o.quantile <= 0.5)) return bad("quantile must be above 0 and at most 0.5");
-  if (!(o.resample_rate >= 0 && o.resample_rate <= 1)) return bad("resample_rate must be between 0 and 1");
+  if (!(o.quantile > 0 && o.quantile <= 0.5))
+    return bad("quantile must be above 0 and at most 0.5");
+  if (!(o.resample_rate >= 0 && o.resample_rate <= 1))
+    return bad("resample_rate must be between 0 and 1");
   if (!(o.perturb > 0 && o.perturb < 1)) return bad("perturb must be between 0 and 1 (exclusive)");
   return absl::OkStatus();
 }
 
-ParamValue PbtSampler::Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o, Rng& rng) {
+ParamValue PbtSampler::Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o,
+                               Rng& rng) {
   if (p.type == ParamType::kFixed) return p.value;
   if (rng.Uniform() < o.resample_rate) return RandomSampler::Draw(p, rng);
   if (p.type == ParamType::kCategorical) return v;
@@ -250,9 +271,12 @@ absl::StatusOr<std::optional<Params>> PbtSampler::Suggest(const SuggestRequest& 
   int64_t lineage = -1;
   for (int64_t l = 0; l < members; ++l) {
     const HistoryEntry* h = latest[static_cast<size_t>(l)];
-    if (h != nullptr && h->finished && (lineage < 0 || h->number < latest[static_cast<size_t>(lineage)]->number)) lineage = l;
+    if (h != nullptr && h->finished &&
+        (lineage < 0 || h->number < latest[static_cast<size_t>(lineage)]->number))
+      lineage = l;
   }
-  if (lineage < 0) lineage = req.trial_number % members;  // every member busy (more slots than members)
+  if (lineage < 0)
+    lineage = req.trial_number % members;  // every member busy (more slots than members)
   const HistoryEntry* mine = latest[static_cast<size_t>(lineage)];
 
   std::vector<const HistoryEntry*> ranked;
@@ -260,14 +284,18 @@ absl::StatusOr<std::optional<Params>> PbtSampler::Suggest(const SuggestRequest& 
     if (h != nullptr) ranked.push_back(h);
   }
   std::sort(ranked.begin(), ranked.end(), [&](const HistoryEntry* a, const HistoryEntry* b) {
-    if (*a->objective != *b->objective) return IsBetter(*a->objective, *b->objective, req.direction);
+    if (*a->objective != *b->objective)
+      return IsBetter(*a->objective, *b->objective, req.direction);
     return a->number < b->number;
   });
-  size_t cut = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.quantile * static_cast<double>(ranked.size()))));
-  bool has_score = mine != nullptr && mine->finished && mine->objective && std::isfinite(*mine->objective);
+  size_t cut = std::max<size_t>(
+      1, static_cast<size_t>(std::floor(options_.quantile * static_cast<double>(ranked.size()))));
+  bool has_score =
+      mine != nullptr && mine->finished && mine->objective && std::isfinite(*mine->objective);
   bool bottom = !has_score;
   if (has_score && ranked.size() >= 2) {
-    size_t rank = static_cast<size_t>(std::find(ranked.begin(), ranked.end(), mine) - ranked.begin());
+    size_t rank =
+        static_cast<size_t>(std::find(ranked.begin(), ranked.end(), mine) - ranked.begin());
     bottom = rank >= ranked.size() - cut;
   }
   out.lineage = lineage;
@@ -287,7 +315,8 @@ absl::StatusOr<std::optional<Params>> PbtSampler::Suggest(const SuggestRequest& 
   Params p;
   for (const ParamDef& d : space.params) {
     auto it = donor->params.find(d.name);
-    p[d.name] = it == donor->params.end() ? RandomSampler::Draw(d, rng) : Explore(d, it->second, options_, rng);
+    p[d.name] = it == donor->params.end() ? RandomSampler::Draw(d, rng)
+                                          : Explore(d, it->second, options_, rng);
   }
   return p;
 }

@@ -39,11 +39,12 @@ class GeneticSampler final : public Sampler {
  public:
   explicit GeneticSampler(const GeneticOptions& options) : options_(options) {}
   std::string Name() const override { return "genetic"; }
-  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
 
   // INVALID_ARGUMENT naming the setting that is out of range.
-  static absl::Status Validate(const GeneticOptions& options);
+  [[nodiscard]] static absl::Status Validate(const GeneticOptions& options);
   // One parameter's mutation (exposed for tests): a value of the same type, inside the bounds.
   static ParamValue Mutate(const ParamDef& p, const ParamValue& v, double scale, Rng& rng);
 
@@ -72,9 +73,10 @@ class PbtSampler final : public Sampler {
  public:
   explicit PbtSampler(const PbtOptions& options) : options_(options) {}
   std::string Name() const override { return "pbt"; }
-  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
-  static absl::Status Validate(const PbtOptions& options);
+  [[nodiscard]] static absl::Status Validate(const PbtOptions& options);
   // Explore: one parameter's new value (exposed for tests).
   static ParamValue Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o, Rng& rng);
 

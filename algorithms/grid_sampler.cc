@@ -24,8 +24,10 @@ std::vector<ParamValue> Axis(const ParamDef& p, int points) {
         double step = p.step.value_or(1.0);
         for (int64_t k = 0; k < *card; ++k) {
           double v = p.low + static_cast<double>(k) * step;
-          if (is_int) out.emplace_back(std::in_place_type<int64_t>, std::llround(v));
-          else out.emplace_back(std::in_place_type<double>, v);
+          if (is_int)
+            out.emplace_back(std::in_place_type<int64_t>, std::llround(v));
+          else
+            out.emplace_back(std::in_place_type<double>, v);
         }
         break;
       }
@@ -71,7 +73,9 @@ GridSampler::GridSampler(const SearchSpace& space, int points, bool shuffle) : s
   for (const ParamDef& p : space.params) {
     names_.push_back(p.name);
     axes_.push_back(Axis(p, points));
-    size_ = axes_.back().empty() ? 0 : std::min(kMaxGridSize + 1, size_ * static_cast<int64_t>(axes_.back().size()));
+    size_ = axes_.back().empty()
+                ? 0
+                : std::min(kMaxGridSize + 1, size_ * static_cast<int64_t>(axes_.back().size()));
   }
 }
 

@@ -14,7 +14,8 @@ class GridSampler final : public Sampler {
   GridSampler(const SearchSpace& space, int points, bool shuffle);
   std::string Name() const override { return "grid"; }
   bool UsesHistory() const override { return false; }
-  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return size_; }
 
   // The values each parameter takes on the grid, in space order.

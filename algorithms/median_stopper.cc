@@ -23,8 +23,9 @@ std::optional<double> BestUpTo(const Curve& c, int64_t step, Direction d) {
 StopDecision MedianStopper::Verdict(int64_t step, double mine, double median, size_t n,
                                     Direction direction) const {
   if (!IsBetter(median, mine, direction)) return {};
-  return {Decision::kStop, absl::StrFormat("median: best %g by step %d is worse than the median %g of %d trials",
-                                           mine, step, median, n)};
+  return {Decision::kStop,
+          absl::StrFormat("median: best %g by step %d is worse than the median %g of %d trials",
+                          mine, step, median, n)};
 }
 
 StopDecision MedianStopper::Decide(const Curve& trial, const std::vector<const Curve*>& others,
@@ -46,8 +47,9 @@ StopDecision MedianStopper::Decide(const Curve& trial, const std::vector<const C
 }
 
 std::optional<double> MedianStopper::RecordBestUpTo(const TrialRecord& r, int64_t step) {
-  auto past = std::upper_bound(r.points.begin(), r.points.end(), step,
-                               [](int64_t s, const std::pair<int64_t, double>& p) { return s < p.first; });
+  auto past =
+      std::upper_bound(r.points.begin(), r.points.end(), step,
+                       [](int64_t s, const std::pair<int64_t, double>& p) { return s < p.first; });
   if (past == r.points.begin()) return std::nullopt;
   return r.best[static_cast<size_t>(past - r.points.begin()) - 1];
 }
@@ -77,7 +79,8 @@ bool MedianStopper::Record(int64_t number, int64_t step, double value, Direction
   bool seen = steps_.count(step) > 0;
   // The trial now got as far as every step in (last, step]: up to those below `step` its best is
   // what it was before this point (if it had any), up to `step` it is the new best.
-  for (auto it = before ? steps_.upper_bound(last) : steps_.lower_bound(step); it != steps_.end() && it->first <= step; ++it) {
+  for (auto it = before ? steps_.upper_bound(last) : steps_.lower_bound(step);
+       it != steps_.end() && it->first <= step; ++it) {
     if (it->first == step) {
       it->second.insert({r.best.back(), number});
       ++entries_;

@@ -35,10 +35,11 @@ class MedianStopper final : public Stopper {
  public:
   explicit MedianStopper(const MedianOptions& options) : options_(options) {}
   std::string Name() const override { return "median"; }
-  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
-                      Direction direction) const override;
-  bool Incremental() const override { return true; }
   StopDecision Observe(const Curve& trial, Direction direction) override;
+  // The pure form: the decision for `trial` (its last point new) given every other trial's
+  // curve, finished or not. Observe decides exactly alike; the tests hold it to this.
+  StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
+                      Direction direction) const;
 
   // Whether Observe gave up the trees for the pure form (exposed for tests).
   bool fallen_back() const { return fallback_; }
@@ -46,7 +47,7 @@ class MedianStopper final : public Stopper {
  private:
   struct TrialRecord {
     std::vector<std::pair<int64_t, double>> points;  // (step, value), report order
-    std::vector<double> best;  // best value up to and including each point
+    std::vector<double> best;                        // best value up to and including each point
   };
   // (best value up to the step, trial number): unique keys, ranked by value.
   using Ranked = __gnu_pbds::tree<std::pair<double, int64_t>, __gnu_pbds::null_type,
@@ -57,7 +58,8 @@ class MedianStopper final : public Stopper {
   bool Record(int64_t number, int64_t step, double value, Direction direction);
   // The trial's best value up to `step` (its points are in step order), or nullopt.
   static std::optional<double> RecordBestUpTo(const TrialRecord& r, int64_t step);
-  StopDecision Verdict(int64_t step, double mine, double median, size_t n, Direction direction) const;
+  StopDecision Verdict(int64_t step, double mine, double median, size_t n,
+                       Direction direction) const;
   void FallBack();
 
   MedianOptions options_;

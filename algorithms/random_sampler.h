@@ -11,7 +11,8 @@ class RandomSampler final : public Sampler {
  public:
   std::string Name() const override { return "random"; }
   bool UsesHistory() const override { return false; }
-  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
 
   // One draw of one parameter; exposed for samplers that build on random draws.

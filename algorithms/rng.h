@@ -10,11 +10,14 @@ namespace hpo::algorithms {
 class Rng {
  public:
   // Seeds from the sweep seed and a stream (e.g. the trial number) so streams are independent.
-  Rng(uint64_t seed, uint64_t stream) : engine_(Mix(seed * 0x9E3779B97F4A7C15ULL ^ Mix(stream + 1))) {}
+  Rng(uint64_t seed, uint64_t stream)
+      : engine_(Mix(seed * 0x9E3779B97F4A7C15ULL ^ Mix(stream + 1))) {}
   // Uniform in [0, 1).
   double Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n); n > 0.
-  uint64_t Below(uint64_t n) { return static_cast<uint64_t>(Uniform() * static_cast<double>(n)) % n; }
+  uint64_t Below(uint64_t n) {
+    return static_cast<uint64_t>(Uniform() * static_cast<double>(n)) % n;
+  }
   uint64_t Next() { return engine_(); }
 
  private:

@@ -1,12 +1,12 @@
 #include "algorithms/sampler.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "absl/strings/str_join.h"
 #include "algorithms/genetic_sampler.h"
 #include "algorithms/grid_sampler.h"
 #include "algorithms/random_sampler.h"
 #include "algorithms/tpe_sampler.h"
+#include "common/status_macros.h"
 
 namespace hpo::algorithms {
 
@@ -22,11 +22,13 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
     if (spec.tpe_startup_trials < 1 || spec.tpe_candidates < 1) {
       return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");
     }
-    return std::make_unique<TpeSampler>(TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates, spec.tpe_multivariate});
+    return std::make_unique<TpeSampler>(
+        TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates, spec.tpe_multivariate});
   }
   if (spec.name == "genetic") {
-    GeneticOptions o{spec.population, spec.tournament, spec.crossover_rate, spec.mutation_rate,
-                     spec.mutation_scale, spec.elitism, spec.demes, spec.migration_interval};
+    GeneticOptions o{spec.population,    spec.tournament,        spec.crossover_rate,
+                     spec.mutation_rate, spec.mutation_scale,    spec.elitism,
+                     spec.demes,         spec.migration_interval};
     RETURN_IF_ERROR(GeneticSampler::Validate(o));
     return std::make_unique<GeneticSampler>(o);
   }
@@ -44,9 +46,8 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
     }
     return grid;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown algorithm '", spec.name,
-                                                 "' (known: ", absl::StrJoin(SamplerNames(), ", "),
-                                                 ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown algorithm '", spec.name, "' (known: ", absl::StrJoin(SamplerNames(), ", "), ")"));
 }
 
 }  // namespace hpo::algorithms

@@ -34,13 +34,14 @@ struct HistoryEntry {
 // What SuggestRequest::objectives holds for an entry: its objective once it finished with a
 // finite one, NaN otherwise.
 inline double ObjectiveColumn(const HistoryEntry& h) {
-  return h.finished && h.objective && std::isfinite(*h.objective) ? *h.objective
-                                                                 : std::numeric_limits<double>::quiet_NaN();
+  return h.finished && h.objective && std::isfinite(*h.objective)
+             ? *h.objective
+             : std::numeric_limits<double>::quiet_NaN();
 }
 
 // What a sampler that continues trials (PBT) says besides the parameters.
 struct SuggestOutput {
-  int64_t parent = -1;   // the trial whose checkpoint the new one starts from; -1: from scratch
+  int64_t parent = -1;  // the trial whose checkpoint the new one starts from; -1: from scratch
   int64_t lineage = -1;
 };
 
@@ -59,12 +60,12 @@ struct SuggestRequest {
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  std::string name = "random";  // "random" | "grid" | "tpe" | "genetic"
-  int grid_points = 5;          // grid: values per continuous parameter
-  bool grid_shuffle = false;    // grid: visit points in a seeded random order
-  int tpe_startup_trials = 10;  // tpe: random trials before the model is used
-  int tpe_candidates = 24;      // tpe: draws scored per suggestion
-  bool tpe_multivariate = true;   // tpe: one joint density instead of one per parameter
+  std::string name = "random";   // "random" | "grid" | "tpe" | "genetic"
+  int grid_points = 5;           // grid: values per continuous parameter
+  bool grid_shuffle = false;     // grid: visit points in a seeded random order
+  int tpe_startup_trials = 10;   // tpe: random trials before the model is used
+  int tpe_candidates = 24;       // tpe: draws scored per suggestion
+  bool tpe_multivariate = true;  // tpe: one joint density instead of one per parameter
   // genetic (see genetic_sampler.h)
   int population = 20;
   int tournament = 3;
@@ -86,7 +87,8 @@ class Sampler {
   virtual std::string Name() const = 0;
   // The parameters of trial `req.trial_number`, or nullopt when the sampler has nothing more to
   // propose (a finished grid). Errors are INVALID_ARGUMENT for a space it cannot handle.
-  virtual absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const = 0;
   // How many trials the sampler can propose at most; nullopt when unbounded.
   virtual std::optional<int64_t> Capacity(const SearchSpace& space) const = 0;
   // False when Suggest ignores the history, so callers need not build it (large sweeps).
@@ -94,8 +96,8 @@ class Sampler {
 };
 
 // INVALID_ARGUMENT when the name is unknown or the settings do not fit the space.
-absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
-                                                     const SearchSpace& space);
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
+                                                                   const SearchSpace& space);
 
 // Names MakeSampler accepts.
 const std::vector<std::string>& SamplerNames();

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "algorithms/search_space.h"
 
 #include <charconv>
@@ -6,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace hpo::algorithms {
 
@@ -46,7 +46,8 @@ absl::Status SearchSpace::Validate() const {
         if (std::fabs(p.low) > 9e15 || std::fabs(p.high) > 9e15) return bad("int bounds too large");
       }
     }
-    if (p.type == ParamType::kCategorical && p.choices.empty()) return bad("needs at least one value");
+    if (p.type == ParamType::kCategorical && p.choices.empty())
+      return bad("needs at least one value");
   }
   return absl::OkStatus();
 }

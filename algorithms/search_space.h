@@ -25,7 +25,7 @@ enum class ParamType { kFloat, kInt, kCategorical, kFixed };
 struct ParamDef {
   std::string name;
   ParamType type = ParamType::kFloat;
-  double low = 0;                   // float/int: inclusive bounds
+  double low = 0;  // float/int: inclusive bounds
   double high = 0;
   bool log = false;                 // sample uniformly in log space (low > 0)
   std::optional<double> step;       // float/int: values are low + k * step
@@ -41,7 +41,7 @@ struct SearchSpace {
 
   // INVALID_ARGUMENT naming the parameter when a definition is impossible
   // (low > high, log with low <= 0, step <= 0, no choices, duplicate names).
-  absl::Status Validate() const;
+  [[nodiscard]] absl::Status Validate() const;
   const ParamDef* Find(const std::string& name) const;
   // True when every value of `params` lies in the space and has its parameter's type.
   bool Contains(const Params& params) const;

@@ -16,11 +16,13 @@ absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec) {
   if (spec.name == "none") return std::make_unique<NoStopper>();
   if (spec.name == "asha" || spec.name == "hyperband") {
     if (spec.min_resource < 1) return absl::InvalidArgumentError("min_resource must be >= 1");
-    if (spec.reduction_factor < 2) return absl::InvalidArgumentError("reduction_factor must be >= 2");
+    if (spec.reduction_factor < 2)
+      return absl::InvalidArgumentError("reduction_factor must be >= 2");
     if (spec.max_resource != 0 && spec.max_resource <= spec.min_resource) {
       return absl::InvalidArgumentError("max_resource must exceed min_resource");
     }
-    if (spec.name == "hyperband" && spec.brackets < 1) return absl::InvalidArgumentError("brackets must be >= 1");
+    if (spec.name == "hyperband" && spec.brackets < 1)
+      return absl::InvalidArgumentError("brackets must be >= 1");
     AshaOptions o;
     o.min_resource = spec.min_resource;
     o.max_resource = spec.max_resource;

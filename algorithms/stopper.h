@@ -1,8 +1,9 @@
 #pragma once
 // Stopper: decides, when a trial reports, whether it should go on.
 //
-// Pure: the decision depends only on the trial's curve and the other trials' curves, which the
-// controller rebuilds from the store. Implementations are thread-compatible.
+// A stopper's decisions depend only on the curves it was told of (Observe), which the
+// controller rebuilds from the store; each implementation also has a pure form (Decide over
+// every curve, the rule as written) that its tests hold the incremental one to.
 
 #include <cstdint>
 #include <memory>
@@ -33,44 +34,38 @@ struct StopDecision {
 
 // Stopper settings from the sweep file (`early_stopping:` section).
 struct StopperSpec {
-  std::string name = "none";      // none | asha | hyperband | median
-  int64_t min_resource = 1;       // asha/hyperband: first rung (step)
-  int64_t max_resource = 0;       // asha/hyperband: no rung at or past it; 0: unbounded
-  int64_t reduction_factor = 3;   // asha/hyperband: eta
-  int brackets = 3;               // hyperband
-  int64_t grace_steps = 1;        // median
-  int min_trials = 3;             // median
-  int64_t bootstrap = 0;          // asha/hyperband: no trial goes on at a rung until more than this many reached it
+  std::string name = "none";     // none | asha | hyperband | median
+  int64_t min_resource = 1;      // asha/hyperband: first rung (step)
+  int64_t max_resource = 0;      // asha/hyperband: no rung at or past it; 0: unbounded
+  int64_t reduction_factor = 3;  // asha/hyperband: eta
+  int brackets = 3;              // hyperband
+  int64_t grace_steps = 1;       // median
+  int min_trials = 3;            // median
+  int64_t bootstrap =
+      0;  // asha/hyperband: no trial goes on at a rung until more than this many reached it
 };
 
 class Stopper {
  public:
   virtual ~Stopper() = default;
   virtual std::string Name() const = 0;
-  // Called after `trial` received a new point (its last one). `others` are every other trial of
-  // the sweep, finished or not.
-  virtual StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
-                              Direction direction) const = 0;
-  // The incremental form, for sweeps of many trials, where handing every curve to each decision
-  // would cost O(trials) per report. A stopper that supports it keeps its own records: Observe
-  // is told of each new point of every trial, in report order, and decides alike from those
-  // records alone. A restarted daemon replays every stored curve through it. (Stateful: not
-  // thread-safe.)
-  virtual bool Incremental() const { return false; }
-  virtual StopDecision Observe(const Curve& trial, Direction direction) { return Decide(trial, {}, direction); }
+  // Told of each new point of every trial of the sweep, in report order (also of a trial already
+  // told to stop: its values count for the others), the stopper decides whether `trial`, whose
+  // last point is the new one, goes on. It keeps its own records of what it was told, so a
+  // decision does not look at every curve; a restarted daemon replays every stored curve through
+  // it, trial by trial. Stateful: not thread-safe.
+  virtual StopDecision Observe(const Curve& trial, Direction direction) = 0;
 };
 
 // Never stops a trial.
 class NoStopper final : public Stopper {
  public:
   std::string Name() const override { return "none"; }
-  StopDecision Decide(const Curve&, const std::vector<const Curve*>&, Direction) const override {
-    return {};
-  }
+  StopDecision Observe(const Curve&, Direction) override { return {}; }
 };
 
 // INVALID_ARGUMENT for an unknown name or impossible settings.
-absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec);
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec);
 const std::vector<std::string>& StopperNames();
 
 }  // namespace hpo::algorithms

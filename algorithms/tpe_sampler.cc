@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <functional>
+#include <numeric>
 
 #include "algorithms/random_sampler.h"
 #include "algorithms/rng.h"
@@ -37,7 +37,8 @@ struct Parzen {
       double left = i > 0 ? x - pts[i - 1].first : x - low;
       double right = i + 1 < n ? pts[i + 1].first - x : high - x;
       p.mus.push_back(x);
-      p.sigmas.push_back(pts[i].second ? range : std::clamp(std::max(left, right), min_sigma, range));
+      p.sigmas.push_back(pts[i].second ? range
+                                       : std::clamp(std::max(left, right), min_sigma, range));
     }
     return p;
   }
@@ -99,7 +100,6 @@ ParamValue FromAxis(const ParamDef& p, double x) {
   return v;
 }
 
-
 // The multivariate estimator (Falkner et al., 2018; Optuna's multivariate TPE): one kernel per
 // observation over all parameters at once, so that what makes a configuration good together —
 // not each coordinate on its own — is what l(x) / g(x) rewards. Numeric coordinates get a
@@ -107,13 +107,15 @@ ParamValue FromAxis(const ParamDef& p, double x) {
 // categorical coordinate keeps half its mass on the observed choice. Plus one wide prior kernel.
 struct JointParzen {
   std::vector<const ParamDef*> params;
-  std::vector<Axis> axes;                 // per parameter (unused for categoricals)
-  std::vector<std::vector<double>> mus;   // [kernel][parameter]: axis value or choice index
+  std::vector<Axis> axes;                // per parameter (unused for categoricals)
+  std::vector<std::vector<double>> mus;  // [kernel][parameter]: axis value or choice index
   std::vector<std::vector<double>> sigmas;
-  std::vector<std::vector<double>> lognorms;  // [kernel][parameter]: log of the truncated normalizer
-  std::vector<bool> prior;                // [kernel]: the wide prior kernel
+  std::vector<std::vector<double>>
+      lognorms;             // [kernel][parameter]: log of the truncated normalizer
+  std::vector<bool> prior;  // [kernel]: the wide prior kernel
 
-  static JointParzen Fit(const std::vector<const ParamDef*>& params, const std::vector<const Params*>& obs) {
+  static JointParzen Fit(const std::vector<const ParamDef*>& params,
+                         const std::vector<const Params*>& obs) {
     JointParzen j;
     j.params = params;
     size_t numeric = 0;
@@ -128,7 +130,8 @@ struct JointParzen {
       for (size_t d = 0; d < params.size(); ++d) {
         const ParamDef& p = *params[d];
         if (p.type == ParamType::kCategorical) {
-          mu.push_back(static_cast<double>(std::find(p.choices.begin(), p.choices.end(), o->at(p.name)) - p.choices.begin()));
+          mu.push_back(static_cast<double>(
+              std::find(p.choices.begin(), p.choices.end(), o->at(p.name)) - p.choices.begin()));
           sigma.push_back(0);
           continue;
         }
@@ -233,7 +236,8 @@ std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
   std::vector<const HistoryEntry*> out;
   if (!curved.empty()) {
     size_t half = (reached.size() - 1) / 2;
-    std::nth_element(reached.begin(), reached.begin() + static_cast<ptrdiff_t>(half), reached.end(), std::greater<>());
+    std::nth_element(reached.begin(), reached.begin() + static_cast<ptrdiff_t>(half), reached.end(),
+                     std::greater<>());
     int64_t step = reached[half];
     std::vector<std::pair<double, const HistoryEntry*>> at;
     for (const HistoryEntry* h : curved) {
@@ -245,7 +249,9 @@ std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
       double v = ValueAt(*h->curve, step);
       if (std::isfinite(v)) at.emplace_back(v, h);
     }
-    std::stable_sort(at.begin(), at.end(), [&](const auto& a, const auto& b) { return IsBetter(a.first, b.first, req.direction); });
+    std::stable_sort(at.begin(), at.end(), [&](const auto& a, const auto& b) {
+      return IsBetter(a.first, b.first, req.direction);
+    });
     std::stable_sort(out.begin(), out.end(), [](const HistoryEntry* a, const HistoryEntry* b) {
       return a->curve->back().first > b->curve->back().first;
     });
@@ -274,15 +280,18 @@ absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& 
     for (const ParamDef& p : req.space->params) out[p.name] = RandomSampler::Draw(p, rng);
     return std::optional<Params>(std::move(out));
   }
-  size_t n_good = std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(done.size()))), 25);
+  size_t n_good =
+      std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(done.size()))), 25);
   n_good = std::max<size_t>(n_good, 1);
 
   Params out;
   if (options_.multivariate) {
     std::vector<const ParamDef*> params;
     for (const ParamDef& p : req.space->params) {
-      if (p.type == ParamType::kFixed) out[p.name] = p.value;
-      else params.push_back(&p);
+      if (p.type == ParamType::kFixed)
+        out[p.name] = p.value;
+      else
+        params.push_back(&p);
     }
     std::vector<const Params*> good, bad;
     for (size_t i = 0; i < done.size(); ++i) (i < n_good ? good : bad).push_back(&done[i]->params);
@@ -296,7 +305,8 @@ absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& 
     }
     for (size_t d = 0; d < params.size(); ++d) {
       const ParamDef& p = *params[d];
-      out[p.name] = p.type == ParamType::kCategorical ? p.choices[static_cast<size_t>(best_x[d])] : FromAxis(p, best_x[d]);
+      out[p.name] = p.type == ParamType::kCategorical ? p.choices[static_cast<size_t>(best_x[d])]
+                                                      : FromAxis(p, best_x[d]);
     }
     return std::optional<Params>(std::move(out));
   }

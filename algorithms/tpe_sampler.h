@@ -28,7 +28,8 @@ class TpeSampler final : public Sampler {
  public:
   explicit TpeSampler(const TpeOptions& options) : options_(options) {}
   std::string Name() const override { return "tpe"; }
-  absl::StatusOr<std::optional<Params>> Suggest(const SuggestRequest& req) const override;
+  [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
+      const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
 
  private:

@@ -24,15 +24,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <mutex>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "client/client.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -149,7 +149,8 @@ class LoadGenerator {
     std::unique_ptr<hpo::v1::ReportService::Stub> stub;
     std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientAsyncResponseReader<hpo::v1::ReportResponse>> unary;
-    std::unique_ptr<grpc::ClientAsyncReaderWriter<hpo::v1::ReportRequest, hpo::v1::ReportResponse>> stream;
+    std::unique_ptr<grpc::ClientAsyncReaderWriter<hpo::v1::ReportRequest, hpo::v1::ReportResponse>>
+        stream;
     hpo::v1::ReportRequest req;
     hpo::v1::ReportResponse resp;
     grpc::Status status;
@@ -179,7 +180,8 @@ class LoadGenerator {
   void Answered(Trial& t) {
     ++t.ok;
     if (t.measured) {
-      t.latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t.sent).count());
+      t.latencies_ms.push_back(
+          std::chrono::duration<double, std::milli>(Clock::now() - t.sent).count());
     }
   }
   void Failed(Trial& t) {
@@ -192,7 +194,8 @@ class LoadGenerator {
   void Wait(Trial& t) {
     auto now = Clock::now();
     auto when = std::chrono::system_clock::now() +
-                std::chrono::duration_cast<std::chrono::system_clock::duration>(std::max(t.next, now) - now);
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                    std::max(t.next, now) - now);
     t.phase = Phase::kWait;
     t.alarm.Set(&cq_, when, &t);
   }
@@ -241,8 +244,10 @@ class LoadGenerator {
   bool Step(Trial& t, bool ok) {
     switch (t.phase) {
       case Phase::kUnary:
-        if (t.status.ok()) Answered(t);
-        else Failed(t);
+        if (t.status.ok())
+          Answered(t);
+        else
+          Failed(t);
         if (stop_->load(std::memory_order_relaxed)) return false;
         if (Paced()) {
           t.next += interval_;
@@ -260,9 +265,12 @@ class LoadGenerator {
         SendUnary(t);
         return true;
       case Phase::kStart:
-        if (!ok) FinishStream(t);
-        else if (Paced()) FirstSlot(t);
-        else SendStream(t);
+        if (!ok)
+          FinishStream(t);
+        else if (Paced())
+          FirstSlot(t);
+        else
+          SendStream(t);
         return true;
       case Phase::kWrite:
         if (!ok) {
@@ -363,7 +371,8 @@ struct Soak {
 // `k` trials, each reporting at `hz` for `seconds`; hpod's RSS every 10 s.
 Soak RunSoak(const std::string& endpoint, const std::vector<Creds>& creds, int k, double hz,
              double seconds, pid_t daemon, int64_t* acknowledged) {
-  auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / hz));
+  auto interval =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / hz));
   LoadGenerator gen(endpoint, creds, k, LoadGenerator::Rpc::kUnary, 0, interval);
   std::atomic<bool> stop{false}, measuring{true};
   Soak out;
@@ -403,7 +412,9 @@ int64_t CountReports(const std::string& db_path) {
   if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return -1;
   sqlite3_stmt* st = nullptr;
   int64_t n = -1;
-  if (sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM reports) + (SELECT COUNT(*) FROM report_log)", -1, &st, nullptr) == SQLITE_OK &&
+  if (sqlite3_prepare_v2(
+          db, "SELECT (SELECT COUNT(*) FROM reports) + (SELECT COUNT(*) FROM report_log)", -1, &st,
+          nullptr) == SQLITE_OK &&
       sqlite3_step(st) == SQLITE_ROW) {
     n = sqlite3_column_int64(st, 0);
   }
@@ -433,13 +444,16 @@ int main(int argc, char** argv) {
   app.add_option("--rpc", rpc_list, "which RPCs: unary,stream")->capture_default_str();
   std::string offered_list;
   app.add_option("--offered", offered_list,
-                 "open-loop rates (reports/s, comma-separated; empty: none) run at the largest client count")
+                 "open-loop rates (reports/s, comma-separated; empty: none) run at the largest "
+                 "client count")
       ->capture_default_str();
   app.add_option("--seconds", seconds, "measured seconds per client count")->capture_default_str();
-  app.add_option("--optuna-seconds", optuna_seconds, "seconds for the Optuna run")->capture_default_str();
+  app.add_option("--optuna-seconds", optuna_seconds, "seconds for the Optuna run")
+      ->capture_default_str();
   app.add_flag("--no-optuna", no_optuna, "skip the Optuna measurement");
   int tick_ms = 50, flush_ms = 50;
-  app.add_option("--report-flush-ms", flush_ms, "hpod's report-log flush interval")->capture_default_str();
+  app.add_option("--report-flush-ms", flush_ms, "hpod's report-log flush interval")
+      ->capture_default_str();
   app.add_option("--tick-ms", tick_ms, "hpod's scheduling tick")->capture_default_str();
   app.add_flag("--no-durable", no_durable, "run hpod with --no-durable (no fsync per commit)");
   app.add_option("--src", src_dir, "source tree (for bench/optuna_report.py)");
@@ -452,18 +466,24 @@ int main(int argc, char** argv) {
   if (soak_seconds > 0) clients_list = std::to_string(soak_clients);
 
   std::vector<int> counts;
-  for (auto part : absl::StrSplit(clients_list, ',')) counts.push_back(std::stoi(std::string(part)));
+  for (auto part : absl::StrSplit(clients_list, ','))
+    counts.push_back(std::stoi(std::string(part)));
   int max_clients = *std::max_element(counts.begin(), counts.end());
   std::vector<std::string> rpcs = absl::StrSplit(rpc_list, ',');
   std::vector<double> offered;
-  for (auto part : absl::StrSplit(offered_list, ',', absl::SkipEmpty())) offered.push_back(std::stod(std::string(part)));
+  for (auto part : absl::StrSplit(offered_list, ',', absl::SkipEmpty()))
+    offered.push_back(std::stod(std::string(part)));
 
-  std::string data = std::filesystem::temp_directory_path() / ("hpo-bench-" + std::to_string(::getpid()));
+  std::string data =
+      std::filesystem::temp_directory_path() / ("hpo-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(data);
   ::setenv("HPO_DATA_DIR", data.c_str(), 1);
   hpo::DataDir dir(data);
-  std::string hpod = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "hpod").string();
-  std::vector<std::string> daemon_args = {hpod, "--data-dir=" + data, "--log-file=" + data + "/hpod.log",
+  std::string hpod =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "hpod").string();
+  std::vector<std::string> daemon_args = {hpod,
+                                          "--data-dir=" + data,
+                                          "--log-file=" + data + "/hpod.log",
                                           absl::StrCat("--cpus=", max_clients + 4),
                                           absl::StrCat("--tick-ms=", tick_ms),
                                           absl::StrCat("--report-flush-ms=", flush_ms)};
@@ -490,8 +510,8 @@ int main(int argc, char** argv) {
       "command: 'echo \"$HPO_TRIAL_ID $HPO_TRIAL_TOKEN\" > \"$HPO_TRIAL_DIR/creds.tmp\" && ",
       "mv \"$HPO_TRIAL_DIR/creds.tmp\" \"$HPO_TRIAL_DIR/creds\" && exec sleep 3600'\n",
       "parameters: {x: {type: float, low: 0, high: 1}}\n",
-      "objective: {metric: loss, direction: minimize}\n",
-      "budget: {max_trials: ", max_clients, ", max_concurrent: ", max_clients, "}\n");
+      "objective: {metric: loss, direction: minimize}\n", "budget: {max_trials: ", max_clients,
+      ", max_concurrent: ", max_clients, "}\n");
   hpo::v1::SubmitSweepRequest req;
   req.set_spec_yaml(yaml);
   req.set_source("report-bench.yaml");
@@ -513,16 +533,21 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, Result>> results;
   int64_t acknowledged = 0;
   if (soak_seconds > 0) {
-    Soak soak = RunSoak(endpoint, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
+    Soak soak =
+        RunSoak(endpoint, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
     (void)client.Cancel(sweep->id());
     int64_t stored = CountReports(dir.db_path());
     const Result& r = soak.r;
-    std::printf("\nhpod soak: %d trials x %.0f Hz unary reports for %.0f s (durable SQLite, loopback TCP, %u cores)\n\n",
-                soak_clients, soak_hz, r.seconds, std::thread::hardware_concurrency());
-    std::printf("| reports acknowledged | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
+    std::printf(
+        "\nhpod soak: %d trials x %.0f Hz unary reports for %.0f s (durable SQLite, loopback TCP, "
+        "%u cores)\n\n",
+        soak_clients, soak_hz, r.seconds, std::thread::hardware_concurrency());
+    std::printf(
+        "| reports acknowledged | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors |\n");
     std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
-    std::printf("| %lld | %.0f | %.2f | %.2f | %.2f | %.1f | %lld |\n", static_cast<long long>(acknowledged),
-                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors));
+    std::printf("| %lld | %.0f | %.2f | %.2f | %.2f | %.1f | %lld |\n",
+                static_cast<long long>(acknowledged), r.rate, r.p50_ms, r.p90_ms, r.p99_ms,
+                r.max_ms, static_cast<long long>(r.errors));
     std::printf("\nhpod RSS (MiB) every 10 s:");
     for (const auto& [t, mib] : soak.rss) std::printf(" %.0f", mib);
     // Warm-up: the first fifth of the run (caches, SQLite's page cache, gRPC's buffers fill up).
@@ -532,8 +557,10 @@ int main(int argc, char** argv) {
     }
     double end = soak.rss.back().second;
     double growth = warm > 0 ? (end - warm) / warm * 100 : 0;
-    std::printf("\nRSS after the warm-up (%.0f s): %.1f MiB; at the end: %.1f MiB; growth %.1f%% (target < 10%%)\n",
-                r.seconds / 5, warm, end, growth);
+    std::printf(
+        "\nRSS after the warm-up (%.0f s): %.1f MiB; at the end: %.1f MiB; growth %.1f%% (target < "
+        "10%%)\n",
+        r.seconds / 5, warm, end, growth);
     std::printf("reports acknowledged: %lld; rows in the store: %lld -> %s\n",
                 static_cast<long long>(acknowledged), static_cast<long long>(stored),
                 stored == acknowledged ? "zero lost" : "MISMATCH");
@@ -548,14 +575,15 @@ int main(int argc, char** argv) {
       // Each run's steps continue past the previous run's, so no two reports of a trial share one.
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, daemon, &acknowledged));
+      results.emplace_back(
+          rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, daemon, &acknowledged));
     }
     // Open loop at the largest client count: the latency at a given load, not at saturation.
     for (double rate : offered) {
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step, rate, daemon,
-                                        &acknowledged));
+      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step,
+                                        rate, daemon, &acknowledged));
     }
   }
   (void)client.Cancel(sweep->id());
@@ -564,7 +592,8 @@ int main(int argc, char** argv) {
   double optuna_rate = 0;
   std::string optuna_line = "skipped";
   if (!no_optuna) {
-    std::string cmd = absl::StrCat("/usr/bin/python3 ", src_dir, "/bench/optuna_report.py --seconds ", optuna_seconds);
+    std::string cmd = absl::StrCat("/usr/bin/python3 ", src_dir,
+                                   "/bench/optuna_report.py --seconds ", optuna_seconds);
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
       char buf[512];
       while (std::fgets(buf, sizeof(buf), p) != nullptr) {
@@ -578,32 +607,42 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf("\nhpod report throughput (%s SQLite, loopback TCP gRPC, one channel per trial, %u cores)\n\n",
-              no_durable ? "synchronous=NORMAL" : "durable: WAL + synchronous=FULL",
-              std::thread::hardware_concurrency());
-  std::printf("| RPC | clients | offered/s | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors "
-              "| hpod CPU | generator CPU | hpod µs/report |\n");
-  std::printf("|-----|--------:|----------:|----------:|-------:|-------:|-------:|-------:|-------:"
-              "|---------:|--------------:|---------------:|\n");
+  std::printf(
+      "\nhpod report throughput (%s SQLite, loopback TCP gRPC, one channel per trial, %u "
+      "cores)\n\n",
+      no_durable ? "synchronous=NORMAL" : "durable: WAL + synchronous=FULL",
+      std::thread::hardware_concurrency());
+  std::printf(
+      "| RPC | clients | offered/s | reports/s | p50 ms | p90 ms | p99 ms | max ms | errors "
+      "| hpod CPU | generator CPU | hpod µs/report |\n");
+  std::printf(
+      "|-----|--------:|----------:|----------:|-------:|-------:|-------:|-------:|-------:"
+      "|---------:|--------------:|---------------:|\n");
   for (const auto& [rpc, r] : results) {
-    std::string offered_text = r.offered > 0 ? absl::StrCat(static_cast<int64_t>(r.offered)) : "max (closed loop)";
-    std::printf("| %s | %7d | %s | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld | %8.2f | %13.2f | %14.0f |\n",
-                rpc == "unary" ? "Report (unary)" : "ReportStream", r.clients, offered_text.c_str(),
-                r.rate, r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors),
-                r.hpod_cores, r.generator_cores, r.rate > 0 ? r.hpod_cores * 1e6 / r.rate : 0.0);
+    std::string offered_text =
+        r.offered > 0 ? absl::StrCat(static_cast<int64_t>(r.offered)) : "max (closed loop)";
+    std::printf(
+        "| %s | %7d | %s | %9.0f | %6.2f | %6.2f | %6.2f | %6.1f | %6lld | %8.2f | %13.2f | %14.0f "
+        "|\n",
+        rpc == "unary" ? "Report (unary)" : "ReportStream", r.clients, offered_text.c_str(), r.rate,
+        r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, static_cast<long long>(r.errors), r.hpod_cores,
+        r.generator_cores, r.rate > 0 ? r.hpod_cores * 1e6 / r.rate : 0.0);
   }
-  std::printf("\n(CPU in cores over the measured window: hpod's process, and this program's, which is the\n"
-              "load generator; both share the machine's %u cores.)\n",
-              std::thread::hardware_concurrency());
+  std::printf(
+      "\n(CPU in cores over the measured window: hpod's process, and this program's, which is the\n"
+      "load generator; both share the machine's %u cores.)\n",
+      std::thread::hardware_concurrency());
   std::printf("\nacknowledged reports: %lld; rows in the store: %lld -> %s\n",
               static_cast<long long>(acknowledged), static_cast<long long>(stored),
               stored == acknowledged ? "every acknowledged report is stored" : "MISMATCH");
   if (!no_optuna) {
-    std::printf("\nOptuna (report + should_prune, SQLite storage, 1 client): %.1f reports/s  [%s]\n",
-                optuna_rate, optuna_line.c_str());
+    std::printf(
+        "\nOptuna (report + should_prune, SQLite storage, 1 client): %.1f reports/s  [%s]\n",
+        optuna_rate, optuna_line.c_str());
     for (const auto& [rpc, r] : results) {
       if (optuna_rate > 0 && r.offered == 0) {
-        std::printf("hpod %s at %d clients / Optuna: %.0fx\n", rpc.c_str(), r.clients, r.rate / optuna_rate);
+        std::printf("hpod %s at %d clients / Optuna: %.0fx\n", rpc.c_str(), r.clients,
+                    r.rate / optuna_rate);
       }
     }
   }

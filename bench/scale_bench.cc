@@ -1,7 +1,8 @@
 // scale_bench: the controller at scale, in virtual time. One sweep of --trials random trials
 // (default 100,000), --concurrent of them running at once (default 1,000) on the simulated
 // backend, each reporting one epoch per virtual second up to --epochs, with ASHA stopping the
-// losers; a real SqliteStore (durable by default) in a temp dir, and the real trial directories.
+// losers; a real SqliteStore (durable by default) in a temp dir, and the real trial directories
+// (tests/fakes/test_daemon.h puts them together).
 //
 // It drives the controller the way hpod's loop does (reports posted as work, one batch per
 // virtual second) and prints wall time, the controller's batch time (the lag a request would
@@ -23,8 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "server/controller.h"
-#include "server/sqlite_store.h"
-#include "slurm_backend/simulated_backend.h"
+#include "tests/fakes/test_daemon.h"
 
 namespace {
 
@@ -33,7 +33,7 @@ namespace v1 = hpo::v1;
 
 struct Running {
   std::string token;
-  double quality = 0;   // the trial's final loss: what its curve tends to
+  double quality = 0;  // the trial's final loss: what its curve tends to
   absl::Time start;
   int64_t step = 0;
 };
@@ -68,26 +68,27 @@ int main(int argc, char** argv) {
   std::string stopper = "asha";
   app.add_option("--trials", trials, "trials in the sweep")->capture_default_str();
   app.add_option("--concurrent", concurrent, "trials running at once")->capture_default_str();
-  app.add_option("--epochs", epochs, "epochs of a trial that is never stopped")->capture_default_str();
+  app.add_option("--epochs", epochs, "epochs of a trial that is never stopped")
+      ->capture_default_str();
   app.add_flag("--no-durable", no_durable, "SQLite without fsync per commit");
   app.add_option("--stopper", stopper, "early stopping: asha (eta 3) or median (grace 1, 3 trials)")
       ->check(CLI::IsMember({"asha", "median"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  std::string root = std::filesystem::temp_directory_path() / ("hpo-scale-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(root);
-  hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
-  hpo::server::SqliteStore::Options store_options;
-  store_options.durable = !no_durable;
-  auto store = hpo::server::SqliteStore::Open(root + "/hpod.db", store_options);
-  if (!store.ok()) {
-    std::fprintf(stderr, "scale_bench: %s\n", store.status().ToString().c_str());
-    return 1;
-  }
+  hpo::fakes::TestDaemon::Options daemon_options;
+  daemon_options.gpus = 0;
+  daemon_options.slots = concurrent;
+  daemon_options.durable = !no_durable;
+  daemon_options.start = absl::FromUnixSeconds(1'800'000'000);
+  daemon_options.tick = absl::Seconds(1);
+  daemon_options.dir_prefix = "hpo-scale";
+  hpo::fakes::TestDaemon daemon(daemon_options);
+  hpo::FakeClock& clock = daemon.clock();
+  const std::string& root = daemon.root();
   // Each launched trial: its token and how good it will be (from its x), read off the LaunchSpec.
   std::map<int64_t, Running> running;
-  hpo::backend::SimulatedBackend backend(clock, 0, concurrent, [&](const hpo::backend::LaunchSpec& s) {
+  daemon.set_script([&](const hpo::backend::LaunchSpec& s) {
     Running r;
     r.token = s.env.at("HPO_TRIAL_TOKEN");
     r.quality = std::stod(s.argv.at(1).substr(4));  // "--x=<value>"
@@ -97,20 +98,15 @@ int main(int argc, char** argv) {
     fate.run_time = absl::Seconds(epochs) + absl::Milliseconds(500);
     return fate;
   });
-  backend.keep_launched(false);
-  Controller::Options options;
-  options.data_dir = hpo::DataDir(root);
-  options.report_endpoint = "unix:/nowhere";
-  options.tick = absl::Seconds(1);
-  Controller controller(options, **store, backend, clock);
-  if (absl::Status s = controller.Recover(); !s.ok()) return 1;
+  daemon.simulated().keep_launched(false);
+  Controller& controller = daemon.controller();
 
   v1::SubmitSweepRequest req;
   req.set_spec_yaml(absl::StrCat(
       "name: scale\n", "command: [train, '--x={x}']\n",
       "parameters: {x: {type: float, low: 0, high: 1}}\n",
-      "objective: {metric: loss, direction: minimize}\n",
-      "budget: {max_trials: ", trials, ", max_concurrent: ", concurrent, "}\n",
+      "objective: {metric: loss, direction: minimize}\n", "budget: {max_trials: ", trials,
+      ", max_concurrent: ", concurrent, "}\n",
       stopper == "asha"
           ? absl::StrCat("early_stopping: {name: asha, min_resource: 1, max_resource: ", epochs,
                          ", reduction_factor: 3}\n")
@@ -144,21 +140,23 @@ int main(int argc, char** argv) {
         report.set_step(done);
         (*report.mutable_metrics())["loss"] = r.quality + 1.0 / static_cast<double>(done);
         int64_t id = it->first;
-        controller.Post([&controller, &running, &stops, report, token = r.token, id]() -> Controller::Done {
-          auto reply = controller.Report(report, token);
-          if (reply.ok() && reply->action() == v1::ReportResponse::ACTION_STOP) {
-            running.erase(id);  // the trial honours the stop at once
-            ++stops;
-          }
-          return nullptr;
-        });
+        controller.Post(
+            [&controller, &running, &stops, report, token = r.token, id]() -> Controller::Done {
+              auto reply = controller.Report(report, token);
+              if (reply.ok() && reply->action() == v1::ReportResponse::ACTION_STOP) {
+                running.erase(id);  // the trial honours the stop at once
+                ++stops;
+              }
+              return nullptr;
+            });
         ++reports;
       }
       ++it;
     }
     auto b0 = std::chrono::steady_clock::now();
     controller.RunOnce();
-    batch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+    batch_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
     clock.Advance(absl::Seconds(1));
     ++virtual_seconds;
   }
@@ -171,23 +169,29 @@ int main(int argc, char** argv) {
     done += n;
     absl::StrAppend(&counts, counts.empty() ? "" : ", ", n, " ", state);
   }
-  std::printf("\nController at scale: %lld trials, %d at once, %s (1..%d epochs), simulated backend in "
-              "virtual time, %s SQLite\n\n",
-              static_cast<long long>(trials), concurrent, stopper == "asha" ? "ASHA (eta 3)" : "median stopping",
-              epochs, no_durable ? "non-durable" : "durable");
-  std::printf("| trials ended | reports | virtual time | wall time | batch p50 | batch p99 | batch max | "
-              "trials/s | suggestions/s | CPU per trial | peak RSS |\n");
+  std::printf(
+      "\nController at scale: %lld trials, %d at once, %s (1..%d epochs), simulated backend in "
+      "virtual time, %s SQLite\n\n",
+      static_cast<long long>(trials), concurrent,
+      stopper == "asha" ? "ASHA (eta 3)" : "median stopping", epochs,
+      no_durable ? "non-durable" : "durable");
+  std::printf(
+      "| trials ended | reports | virtual time | wall time | batch p50 | batch p99 | batch max | "
+      "trials/s | suggestions/s | CPU per trial | peak RSS |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  std::printf("| %lld | %lld | %lld s | %.1f s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %.3f ms | %.0f MiB |\n",
-              static_cast<long long>(done), static_cast<long long>(reports),
-              static_cast<long long>(virtual_seconds), wall, Percentile(batch_ms, 0.5),
-              Percentile(batch_ms, 0.99), *std::max_element(batch_ms.begin(), batch_ms.end()),
-              static_cast<double>(done) / wall, static_cast<double>(trials) / wall, cpu / static_cast<double>(done) * 1000,
-              PeakRssMiB());
-  std::printf("\ntrials: %s; %lld stopped early; sweep %s\n", counts.c_str(), static_cast<long long>(stops),
+  std::printf(
+      "| %lld | %lld | %lld s | %.1f s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %.3f ms | "
+      "%.0f MiB |\n",
+      static_cast<long long>(done), static_cast<long long>(reports),
+      static_cast<long long>(virtual_seconds), wall, Percentile(batch_ms, 0.5),
+      Percentile(batch_ms, 0.99), *std::max_element(batch_ms.begin(), batch_ms.end()),
+      static_cast<double>(done) / wall, static_cast<double>(trials) / wall,
+      cpu / static_cast<double>(done) * 1000, PeakRssMiB());
+  std::printf("\ntrials: %s; %lld stopped early; sweep %s\n", counts.c_str(),
+              static_cast<long long>(stops),
               hpo::v1::SweepState_Name(final_sweep->state()).c_str());
   std::printf("targets: CPU per trial < 1 ms: %s; peak RSS < 300 MB: %s\n",
-              cpu / static_cast<double>(done) < 1e-3 ? "met" : "NOT met", PeakRssMiB() < 300 ? "met" : "NOT met");
-  std::filesystem::remove_all(root);
+              cpu / static_cast<double>(done) < 1e-3 ? "met" : "NOT met",
+              PeakRssMiB() < 300 ? "met" : "NOT met");
   return final_sweep->state() == v1::SWEEP_STATE_COMPLETED ? 0 : 1;
 }

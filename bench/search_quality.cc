@@ -12,6 +12,8 @@
 // SuccessiveHalving and Hyperband pruners through the same event loop. Prints markdown tables:
 // median [quartiles] over seeds, and each hpod method's budget to reach Optuna's final regret.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,8 +26,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,9 +36,8 @@
 #include "bench/functions.h"
 #include "common/clock.h"
 #include "server/controller.h"
-#include "server/sqlite_store.h"
-#include "slurm_backend/simulated_backend.h"
 #include "spdlog/spdlog.h"
+#include "tests/fakes/test_daemon.h"
 
 namespace {
 
@@ -57,14 +56,18 @@ struct Problem {
   double best = 0;
 };
 
-double Num(const Params& p, const std::string& k) { return *hpo::algorithms::NumericValue(p.at(k)); }
+double Num(const Params& p, const std::string& k) {
+  return *hpo::algorithms::NumericValue(p.at(k));
+}
 
 // Hartmann-6 whose value approaches H6(x) as 2 exp(-epoch (0.5 + x1) / 9): configurations with a
 // small x1 learn slowly and look worse early than they end.
 Problem Hartmann6Curve() {
   Problem p;
   p.name = "Hartmann-6 with learning curves (synthetic)";
-  for (int i = 1; i <= 6; ++i) p.space.params.push_back({"x" + std::to_string(i), ParamType::kFloat, 0, 1, false, std::nullopt, {}, {}});
+  for (int i = 1; i <= 6; ++i)
+    p.space.params.push_back(
+        {"x" + std::to_string(i), ParamType::kFloat, 0, 1, false, std::nullopt, {}, {}});
   p.value = [](const Params& x, int epoch) {
     double h = hpo::bench::Hartmann6(x);
     return h + 2.0 * std::exp(-epoch * (0.5 + Num(x, "x1")) / 9.0);
@@ -95,8 +98,9 @@ Problem DigitsTable(const std::string& path) {
     if (f.size() != 7) continue;
     Key k{};
     double epoch = 0, acc = 0;
-    if (!absl::SimpleAtod(f[1], &k.lr) || !absl::SimpleAtod(f[2], &k.hidden) || !absl::SimpleAtod(f[3], &k.alpha) ||
-        !absl::SimpleAtod(f[4], &k.batch) || !absl::SimpleAtod(f[5], &epoch) || !absl::SimpleAtod(f[6], &acc)) {
+    if (!absl::SimpleAtod(f[1], &k.lr) || !absl::SimpleAtod(f[2], &k.hidden) ||
+        !absl::SimpleAtod(f[3], &k.alpha) || !absl::SimpleAtod(f[4], &k.batch) ||
+        !absl::SimpleAtod(f[5], &epoch) || !absl::SimpleAtod(f[6], &acc)) {
       continue;
     }
     auto& c = (*curves)[k];
@@ -116,9 +120,12 @@ Problem DigitsTable(const std::string& path) {
     std::sort(v->begin(), v->end());
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
-  p.space.params.push_back({"lr", ParamType::kFloat, lrs.front(), lrs.back(), true, std::nullopt, {}, {}});
-  p.space.params.push_back({"hidden", ParamType::kInt, hiddens.front(), hiddens.back(), true, std::nullopt, {}, {}});
-  p.space.params.push_back({"alpha", ParamType::kFloat, alphas.front(), alphas.back(), true, std::nullopt, {}, {}});
+  p.space.params.push_back(
+      {"lr", ParamType::kFloat, lrs.front(), lrs.back(), true, std::nullopt, {}, {}});
+  p.space.params.push_back(
+      {"hidden", ParamType::kInt, hiddens.front(), hiddens.back(), true, std::nullopt, {}, {}});
+  p.space.params.push_back(
+      {"alpha", ParamType::kFloat, alphas.front(), alphas.back(), true, std::nullopt, {}, {}});
   std::vector<ParamValue> bs;
   for (double b : batches) bs.push_back(static_cast<int64_t>(b));
   p.space.params.push_back({"batch", ParamType::kCategorical, 0, 0, false, std::nullopt, bs, {}});
@@ -131,7 +138,8 @@ Problem DigitsTable(const std::string& path) {
     return best;
   };
   p.value = [=](const Params& x, int epoch) {
-    Key k{snap(lrs, Num(x, "lr")), snap(hiddens, Num(x, "hidden")), snap(alphas, Num(x, "alpha")), Num(x, "batch")};
+    Key k{snap(lrs, Num(x, "lr")), snap(hiddens, Num(x, "hidden")), snap(alphas, Num(x, "alpha")),
+          Num(x, "batch")};
     return curves->at(k)[static_cast<size_t>(epoch) - 1];
   };
   return p;
@@ -150,11 +158,13 @@ std::string ParametersYaml(const SearchSpace& space) {
     if (p.type == ParamType::kCategorical) {
       std::vector<std::string> v;
       for (const ParamValue& c : p.choices) v.push_back(hpo::algorithms::FormatValue(c));
-      absl::StrAppend(&out, "  ", p.name, ": {type: categorical, values: [", absl::StrJoin(v, ", "), "]}\n");
+      absl::StrAppend(&out, "  ", p.name, ": {type: categorical, values: [", absl::StrJoin(v, ", "),
+                      "]}\n");
     } else {
-      absl::StrAppend(&out, "  ", p.name, ": {type: ", p.type == ParamType::kInt ? "int" : "float", ", low: ",
-                      hpo::algorithms::FormatValue(p.low), ", high: ", hpo::algorithms::FormatValue(p.high),
-                      p.log ? ", log: true" : "", "}\n");
+      absl::StrAppend(&out, "  ", p.name, ": {type: ", p.type == ParamType::kInt ? "int" : "float",
+                      ", low: ", hpo::algorithms::FormatValue(p.low),
+                      ", high: ", hpo::algorithms::FormatValue(p.high), p.log ? ", log: true" : "",
+                      "}\n");
     }
   }
   return out;
@@ -194,19 +204,18 @@ struct Point {
 // backend with W slots in virtual time. A trial reports its value after each epoch (one virtual
 // second) and ends after kEpochs; told to stop, it stops at once (stop_grace 0). Returns after
 // `budget` epochs.
-std::vector<Point> Simulate(const Problem& problem, const Method& method, int workers, uint64_t seed, int budget,
-                            const std::string& root) {
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
-  hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+std::vector<Point> Simulate(const Problem& problem, const Method& method, int workers,
+                            uint64_t seed, int budget, const std::string& dir_prefix) {
+  hpo::fakes::TestDaemon::Options daemon_options;
+  daemon_options.gpus = 0;
+  daemon_options.slots = workers;
+  daemon_options.durable = false;  // virtual time: fsync would only slow the run
+  daemon_options.start = absl::FromUnixSeconds(1'800'000'000);
+  daemon_options.tick = absl::Milliseconds(1);
+  daemon_options.dir_prefix = dir_prefix;
+  hpo::fakes::TestDaemon daemon(daemon_options);
+  hpo::FakeClock& clock = daemon.clock();
   const absl::Time t0 = clock.Now();
-  hpo::server::SqliteStore::Options store_options;
-  store_options.durable = false;  // virtual time: fsync would only slow the run
-  auto store = hpo::server::SqliteStore::Open(root + "/hpod.db", store_options);
-  if (!store.ok()) {
-    std::fprintf(stderr, "search_quality: %s\n", store.status().ToString().c_str());
-    std::exit(2);
-  }
   struct Running {
     std::string token;
     Params params;
@@ -214,27 +223,24 @@ std::vector<Point> Simulate(const Problem& problem, const Method& method, int wo
     int epoch = 0;
   };
   std::map<int64_t, Running> running;
-  hpo::backend::SimulatedBackend backend(clock, 0, workers, [&](const hpo::backend::LaunchSpec& spec) {
-    running[spec.trial_id] = {spec.env.at("HPO_TRIAL_TOKEN"), ParamsFromArgv(problem.space, spec.argv), clock.Now()};
+  daemon.set_script([&](const hpo::backend::LaunchSpec& spec) {
+    running[spec.trial_id] = {spec.env.at("HPO_TRIAL_TOKEN"),
+                              ParamsFromArgv(problem.space, spec.argv), clock.Now()};
     hpo::backend::SimulatedFate fate;
     fate.run_time = absl::Seconds(kEpochs) + absl::Milliseconds(1);
     return fate;
   });
-  backend.keep_launched(false);
-  hpo::server::Controller::Options options;
-  options.data_dir = hpo::DataDir(root);
-  options.report_endpoint = "unix:/nowhere";
-  options.tick = absl::Milliseconds(1);
-  hpo::server::Controller controller(options, **store, backend, clock);
-  if (!controller.Recover().ok()) std::exit(2);
+  daemon.simulated().keep_launched(false);
+  hpo::server::Controller& controller = daemon.controller();
   hpo::v1::SubmitSweepRequest req;
-  req.set_spec_yaml(absl::StrCat("name: quality\ncommand: [train]\npass_params: flags\n", ParametersYaml(problem.space),
-                                 "objective: {metric: value, direction: minimize}\n",
-                                 "budget: {max_trials: 100000, max_concurrent: ", workers, "}\n",
-                                 "algorithm: ", method.algorithm, "\nearly_stopping: ", method.stopper,
-                                 "\nstop_grace: 0s\nseed: ", seed, "\n"));
+  req.set_spec_yaml(absl::StrCat(
+      "name: quality\ncommand: [train]\npass_params: flags\n", ParametersYaml(problem.space),
+      "objective: {metric: value, direction: minimize}\n",
+      "budget: {max_trials: 100000, max_concurrent: ", workers, "}\n",
+      "algorithm: ", method.algorithm, "\nearly_stopping: ", method.stopper,
+      "\nstop_grace: 0s\nseed: ", seed, "\n"));
   req.set_source("quality.yaml");
-  req.set_base_dir(root);
+  req.set_base_dir(daemon.root());
   if (auto sweep = controller.Submit(req); !sweep.ok()) {
     std::fprintf(stderr, "search_quality: %s\n", sweep.status().ToString().c_str());
     std::exit(2);
@@ -254,21 +260,24 @@ std::vector<Point> Simulate(const Problem& problem, const Method& method, int wo
       double y = problem.value(r.params, epoch);
       ++spent;
       best = std::min(best, y);
-      out.push_back({static_cast<double>(spent), absl::ToDoubleSeconds(clock.Now() - t0), best - problem.best});
+      out.push_back({static_cast<double>(spent), absl::ToDoubleSeconds(clock.Now() - t0),
+                     best - problem.best});
       hpo::v1::ReportRequest report;
       report.set_trial_id(it->first);
       report.set_step(epoch);
       (*report.mutable_metrics())["value"] = y;
       int64_t id = it->first;
-      controller.Post([&controller, &running, report, token = r.token, id]() -> hpo::server::Controller::Done {
-        auto reply = controller.Report(report, token);
-        if (!reply.ok()) {
-          std::fprintf(stderr, "search_quality: report refused: %s\n", reply.status().ToString().c_str());
-          std::exit(2);
-        }
-        if (reply->action() == hpo::v1::ReportResponse::ACTION_STOP) running.erase(id);
-        return nullptr;
-      });
+      controller.Post(
+          [&controller, &running, report, token = r.token, id]() -> hpo::server::Controller::Done {
+            auto reply = controller.Report(report, token);
+            if (!reply.ok()) {
+              std::fprintf(stderr, "search_quality: report refused: %s\n",
+                           reply.status().ToString().c_str());
+              std::exit(2);
+            }
+            if (reply->action() == hpo::v1::ReportResponse::ACTION_STOP) running.erase(id);
+            return nullptr;
+          });
       // After its last epoch the trial exits (the backend ends it a moment later).
       it = epoch >= kEpochs ? running.erase(it) : std::next(it);
     }
@@ -276,7 +285,8 @@ std::vector<Point> Simulate(const Problem& problem, const Method& method, int wo
     // Until every slot runs a trial the controller needs its ticks; then on to the next report.
     absl::Time next = clock.Now() + absl::Seconds(kEpochs);
     for (const auto& [id, r] : running) next = std::min(next, r.start + absl::Seconds(r.epoch + 1));
-    if (static_cast<int>(running.size()) < workers) next = std::min(next, clock.Now() + absl::Milliseconds(1));
+    if (static_cast<int>(running.size()) < workers)
+      next = std::min(next, clock.Now() + absl::Milliseconds(1));
     if (controller.AllSweepsEnded()) break;
     clock.Set(std::max(next, clock.Now()));
   }
@@ -312,8 +322,9 @@ using Results = std::map<std::string, std::vector<std::vector<Point>>>;
 void Table(const Problem& problem, int workers, int budget, const Results& results, bool by_time) {
   double horizon = by_time ? static_cast<double>(budget) / workers : budget;
   std::vector<double> marks = {horizon / 8, horizon / 4, horizon / 2, horizon};
-  std::printf("\n%s, W = %d: regret (median [q1, q3] over %zu seeds) after %s\n\n", problem.name.c_str(), workers,
-              results.begin()->second.size(), by_time ? "simulated wall time (epoch = 1)" : "epochs spent");
+  std::printf("\n%s, W = %d: regret (median [q1, q3] over %zu seeds) after %s\n\n",
+              problem.name.c_str(), workers, results.begin()->second.size(),
+              by_time ? "simulated wall time (epoch = 1)" : "epochs spent");
   std::printf("| method |");
   for (double m : marks) std::printf(" %s %.0f |", by_time ? "t =" : "", m);
   std::printf("\n|---|");
@@ -342,11 +353,12 @@ double BudgetToReach(const std::vector<std::vector<Point>>& runs, double target,
 }
 
 // Optuna's runs, from bench/optuna_quality.py: lines "method seed spent time regret".
-Results RunOptuna(const std::string& src, const std::string& problem, int workers, int seeds, int budget) {
+Results RunOptuna(const std::string& src, const std::string& problem, int workers, int seeds,
+                  int budget) {
   Results out;
-  std::string cmd = absl::StrCat("/usr/bin/python3 ", src, "/bench/optuna_quality.py --problem ", problem,
-                                 " --workers ", workers, " --seeds ", seeds, " --budget ", budget, " --table ", src,
-                                 "/bench/data/digits_mlp_curves.csv");
+  std::string cmd = absl::StrCat("/usr/bin/python3 ", src, "/bench/optuna_quality.py --problem ",
+                                 problem, " --workers ", workers, " --seeds ", seeds, " --budget ",
+                                 budget, " --table ", src, "/bench/data/digits_mlp_curves.csv");
   FILE* f = ::popen(cmd.c_str(), "r");
   if (f == nullptr) return out;
   char buf[512];
@@ -387,32 +399,38 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);  // the controller's per-trial log lines
 
   std::string asha = "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3}";
-  std::string hyperband = "{name: hyperband, min_resource: 1, max_resource: 27, reduction_factor: 3, brackets: 3}";
-  std::vector<Method> methods = {{"hpod random", "random", "none"},
-                                 {"hpod random + ASHA", "random", asha},
-                                 {"hpod random + Hyperband", "random", hyperband},
-                                 {"hpod genetic", "{name: genetic, population: 16}", "none"},
-                                 {"hpod TPE", "{name: tpe}", "none"},
-                                 {"hpod TPE + ASHA", "{name: tpe}", asha},
-                                 {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
-                                 {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
-                                 {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
-                                 // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
-                                 {"hpod TPE + ASHA bootstrap 5", "{name: tpe}",
-                                  "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3, bootstrap: 5}"}};
-  std::string root = std::filesystem::temp_directory_path() / ("hpo-quality-" + std::to_string(::getpid()));
+  std::string hyperband =
+      "{name: hyperband, min_resource: 1, max_resource: 27, reduction_factor: 3, brackets: 3}";
+  std::vector<Method> methods = {
+      {"hpod random", "random", "none"},
+      {"hpod random + ASHA", "random", asha},
+      {"hpod random + Hyperband", "random", hyperband},
+      {"hpod genetic", "{name: genetic, population: 16}", "none"},
+      {"hpod TPE", "{name: tpe}", "none"},
+      {"hpod TPE + ASHA", "{name: tpe}", asha},
+      {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
+      {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
+      {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
+      // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
+      {"hpod TPE + ASHA bootstrap 5", "{name: tpe}",
+       "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3, bootstrap: 5}"}};
+  std::string root = "hpo-quality";  // each run's data directory: a temp dir of this prefix
   std::vector<std::pair<std::string, Problem>> problems;
   for (const std::string& key : only) {
-    if (key == "hartmann6") problems.emplace_back(key, Hartmann6Curve());
-    else if (key == "digits") problems.emplace_back(key, DigitsTable(src + "/bench/data/digits_mlp_curves.csv"));
-    else return std::fprintf(stderr, "unknown problem %s\n", key.c_str()), 2;
+    if (key == "hartmann6")
+      problems.emplace_back(key, Hartmann6Curve());
+    else if (key == "digits")
+      problems.emplace_back(key, DigitsTable(src + "/bench/data/digits_mlp_curves.csv"));
+    else
+      return std::fprintf(stderr, "unknown problem %s\n", key.c_str()), 2;
   }
   for (const auto& [key, problem] : problems) {
     for (int w : workers) {
       Results results;
       for (const Method& m : methods) {
         for (int s = 1; s <= seeds; ++s) {
-          results[m.name].push_back(Simulate(problem, m, w, static_cast<uint64_t>(s), budget, root));
+          results[m.name].push_back(
+              Simulate(problem, m, w, static_cast<uint64_t>(s), budget, root));
         }
       }
       Results optuna;
@@ -431,14 +449,20 @@ int main(int argc, char** argv) {
       };
       std::string best_optuna;
       for (const auto& [name, runs] : optuna) {
-        if (best_optuna.empty() || final_median(runs) < final_median(optuna[best_optuna])) best_optuna = name;
+        if (best_optuna.empty() || final_median(runs) < final_median(optuna[best_optuna]))
+          best_optuna = name;
       }
       double target = final_median(optuna[best_optuna]);
       // Every hpod method against Optuna's best: the budget it needs to reach Optuna's final
       // regret, and where it ends. "Best" is the method that gets there soonest.
-      std::printf("\nW = %d: Optuna's best is %s, median final regret %.4f after %d epochs. Each hpod method:\n\n",
-                  w, best_optuna.c_str(), target, budget);
-      std::printf("| hpod method | final regret (median) | epochs to reach %.4f | share of Optuna's budget |\n", target);
+      std::printf(
+          "\nW = %d: Optuna's best is %s, median final regret %.4f after %d epochs. Each hpod "
+          "method:\n\n",
+          w, best_optuna.c_str(), target, budget);
+      std::printf(
+          "| hpod method | final regret (median) | epochs to reach %.4f | share of Optuna's budget "
+          "|\n",
+          target);
       std::printf("|---|---:|---:|---:|\n");
       std::string best_ours;
       double best_need = -1;
@@ -450,14 +474,18 @@ int main(int argc, char** argv) {
         if (need >= 0 && (best_need < 0 || need < best_need)) best_need = need, best_ours = m.name;
       }
       if (best_ours.empty()) {
-        std::printf("\nW = %d: no hpod method reaches %.4f within %d epochs (target: within 50%%)\n", w, target, budget);
+        std::printf(
+            "\nW = %d: no hpod method reaches %.4f within %d epochs (target: within 50%%)\n", w,
+            target, budget);
       } else {
-        std::printf("\nW = %d: hpod's best (%s) reaches Optuna's final regret %.4f after %.0f epochs (%.0f%% of "
-                    "Optuna's budget; target <= 50%%) and ends at %.4f\n",
-                    w, best_ours.c_str(), target, best_need, 100 * best_need / budget, final_median(results[best_ours]));
+        std::printf(
+            "\nW = %d: hpod's best (%s) reaches Optuna's final regret %.4f after %.0f epochs "
+            "(%.0f%% of "
+            "Optuna's budget; target <= 50%%) and ends at %.4f\n",
+            w, best_ours.c_str(), target, best_need, 100 * best_need / budget,
+            final_median(results[best_ours]));
       }
     }
   }
-  std::filesystem::remove_all(root);
   return 0;
 }

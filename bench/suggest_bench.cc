@@ -1,5 +1,5 @@
-// suggest_bench: how long one suggestion takes with a long history — random and genetic at 100,000 trials,
-// TPE at 1,000 — and Optuna 3.1's TPE at 1,000 in the same run. Prints a table.
+// suggest_bench: how long one suggestion takes with a long history — random and genetic at 100,000
+// trials, TPE at 1,000 — and Optuna 3.1's TPE at 1,000 in the same run. Prints a table.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,16 +18,22 @@ namespace {
 using hpo::algorithms::Direction;
 using hpo::algorithms::HistoryEntry;
 using hpo::algorithms::ParamDef;
-using hpo::algorithms::ParamType;
 using hpo::algorithms::Params;
+using hpo::algorithms::ParamType;
 using hpo::algorithms::SearchSpace;
 
 SearchSpace Space() {
   SearchSpace s;
   s.params.push_back({"lr", ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}});
   s.params.push_back({"units", ParamType::kInt, 16, 256, false, 16.0, {}, {}});
-  s.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt,
-                      {std::string("relu"), std::string("tanh"), std::string("gelu")}, {}});
+  s.params.push_back({"act",
+                      ParamType::kCategorical,
+                      0,
+                      0,
+                      false,
+                      std::nullopt,
+                      {std::string("relu"), std::string("tanh"), std::string("gelu")},
+                      {}});
   s.params.push_back({"drop", ParamType::kFloat, 0.0, 0.5, false, std::nullopt, {}, {}});
   return s;
 }
@@ -53,12 +59,13 @@ double MedianMs(const hpo::algorithms::Sampler& s, const SearchSpace& space,
   for (const HistoryEntry& h : history) objectives.push_back(hpo::algorithms::ObjectiveColumn(h));
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
-    hpo::algorithms::SuggestRequest req{&space, &history, static_cast<int64_t>(history.size()) + r, 7,
-                                        Direction::kMinimize};
+    hpo::algorithms::SuggestRequest req{&space, &history, static_cast<int64_t>(history.size()) + r,
+                                        7, Direction::kMinimize};
     req.objectives = &objectives;
     auto t0 = std::chrono::steady_clock::now();
     auto p = s.Suggest(req);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (!p.ok()) std::exit(1);
   }
   std::sort(ms.begin(), ms.end());
@@ -84,16 +91,19 @@ int main(int argc, char** argv) {
   std::printf("\n| sampler | history (finished trials) | ms per suggestion (median) | target |\n");
   std::printf("|---|---:|---:|---|\n");
   std::printf("| hpod random | 100,000 | %.4f | < 1 ms |\n", MedianMs(random, space, big, 50));
-  std::printf("| hpod genetic (population 20, 4 demes) | 100,000 | %.4f | < 1 ms |\n", MedianMs(genetic, space, big, 50));
+  std::printf("| hpod genetic (population 20, 4 demes) | 100,000 | %.4f | < 1 ms |\n",
+              MedianMs(genetic, space, big, 50));
   std::printf("| hpod TPE | 1,000 | %.3f | < 10 ms |\n", MedianMs(tpe, space, small, 20));
   if (!no_optuna) {
-    std::string cmd = absl::StrCat("/usr/bin/python3 ", src, "/bench/optuna_suggest.py --history 1000");
+    std::string cmd =
+        absl::StrCat("/usr/bin/python3 ", src, "/bench/optuna_suggest.py --history 1000");
     if (FILE* p = ::popen(cmd.c_str(), "r")) {
       char buf[256];
       while (std::fgets(buf, sizeof(buf), p) != nullptr) {
         std::string line(buf);
         if (auto pos = line.find("optuna_tpe_ms="); pos != std::string::npos) {
-          std::printf("| Optuna 3.1 TPE | 1,000 | %.3f | (peer) |\n", std::stod(line.substr(pos + 14)));
+          std::printf("| Optuna 3.1 TPE | 1,000 | %.3f | (peer) |\n",
+                      std::stod(line.substr(pos + 14)));
         }
       }
       ::pclose(p);

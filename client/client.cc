@@ -10,9 +10,9 @@
 #include <limits>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -48,7 +48,8 @@ absl::StatusOr<std::string> TlsCaFromEnvironment() {
   if (path == nullptr || *path == '\0') return std::string();
   absl::StatusOr<std::string> pem = ReadFile(path);
   if (!pem.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat("HPO_TLS_CA: cannot read ", path, ": ", pem.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("HPO_TLS_CA: cannot read ", path, ": ", pem.status().message()));
   }
   return pem;
 }
@@ -80,7 +81,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) 
     token = t;
   } else if (const char* f = std::getenv("HPO_TOKEN_FILE"); f != nullptr && *f != '\0') {
     absl::StatusOr<std::string> text = ReadFile(f);
-    if (!text.ok()) return absl::FailedPreconditionError(absl::StrCat("HPO_TOKEN_FILE: cannot read ", f));
+    if (!text.ok())
+      return absl::FailedPreconditionError(absl::StrCat("HPO_TOKEN_FILE: cannot read ", f));
     token = std::string(absl::StripAsciiWhitespace(*text));
   } else {
     return absl::FailedPreconditionError(
@@ -89,8 +91,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) 
   ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
   auto c = std::make_unique<Client>(server, token, ca);
   if (!c->Healthy(absl::Seconds(5))) {
-    return absl::UnavailableError(absl::StrCat("no hpod answers at ", server,
-                                               ca.empty() ? "" : " over TLS (check HPO_TLS_CA and the server's name)"));
+    return absl::UnavailableError(
+        absl::StrCat("no hpod answers at ", server,
+                     ca.empty() ? "" : " over TLS (check HPO_TLS_CA and the server's name)"));
   }
   return c;
 }
@@ -111,23 +114,22 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
   }
   if (absl::Status s = StartDaemon(absl::Seconds(20)); !s.ok()) return s;
   if (auto c = try_connect()) return c;
-  return absl::UnavailableError(absl::StrCat("hpod started but does not answer at ", dir.socket_path()));
+  return absl::UnavailableError(
+      absl::StrCat("hpod started but does not answer at ", dir.socket_path()));
 }
 
-#define HPO_UNARY(Rpc, req_expr, out_expr)                       \
-  v1::Rpc##Response resp;                                        \
-  auto ctx = Context();                                          \
-  grpc::Status s = stub_->Rpc(ctx.get(), req_expr, &resp);       \
-  if (!s.ok()) return FromGrpc(s);                               \
+#define HPO_UNARY(Rpc, req_expr, out_expr)                 \
+  v1::Rpc##Response resp;                                  \
+  auto ctx = Context();                                    \
+  grpc::Status s = stub_->Rpc(ctx.get(), req_expr, &resp); \
+  if (!s.ok()) return FromGrpc(s);                         \
   return out_expr;
 
-absl::StatusOr<v1::ValidateSweepResponse> Client::Validate(const v1::ValidateSweepRequest& req) {
-  HPO_UNARY(ValidateSweep, req, resp)
-}
-absl::StatusOr<v1::Sweep> Client::Submit(const v1::SubmitSweepRequest& req) {
-  HPO_UNARY(SubmitSweep, req, resp.sweep())
-}
-absl::StatusOr<v1::Sweep> Client::GetSweep(int64_t sweep_id) {
+absl::StatusOr<v1::ValidateSweepResponse> Client::Validate(const v1::ValidateSweepRequest& req){
+    HPO_UNARY(ValidateSweep, req,
+              resp)} absl::StatusOr<v1::Sweep> Client::Submit(const v1::SubmitSweepRequest& req){
+    HPO_UNARY(SubmitSweep, req,
+              resp.sweep())} absl::StatusOr<v1::Sweep> Client::GetSweep(int64_t sweep_id) {
   v1::GetSweepRequest req;
   req.set_sweep_id(sweep_id);
   HPO_UNARY(GetSweep, req, resp.sweep())
@@ -152,23 +154,23 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
   req.set_sweep_id(sweep_id);
   HPO_UNARY(ResumeSweep, req, resp.sweep())
 }
-absl::StatusOr<std::vector<v1::Trial>> Client::ListTrials(const v1::ListTrialsRequest& req) {
-  HPO_UNARY(ListTrials, req, (std::vector<v1::Trial>(resp.trials().begin(), resp.trials().end())))
-}
-absl::StatusOr<v1::GetTrialResponse> Client::GetTrial(int64_t trial_id, bool include_reports) {
+absl::StatusOr<std::vector<v1::Trial>> Client::ListTrials(const v1::ListTrialsRequest& req){
+    HPO_UNARY(ListTrials, req,
+              (std::vector<v1::Trial>(resp.trials().begin(), resp.trials().end())))} absl::
+    StatusOr<v1::GetTrialResponse> Client::GetTrial(int64_t trial_id, bool include_reports) {
   v1::GetTrialRequest req;
   req.set_trial_id(trial_id);
   req.set_include_reports(include_reports);
   HPO_UNARY(GetTrial, req, resp)
 }
-absl::StatusOr<v1::TailTrialLogResponse> Client::TailLog(const v1::TailTrialLogRequest& req) {
-  HPO_UNARY(TailTrialLog, req, resp)
-}
+absl::StatusOr<v1::TailTrialLogResponse> Client::TailLog(const v1::TailTrialLogRequest& req){
+    HPO_UNARY(TailTrialLog, req, resp)}
 #undef HPO_UNARY
 
 absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
-                           const std::function<bool(const v1::Event&)>& on_event) {
-  auto ctx = Context(absl::InfiniteDuration());
+                           const std::function<bool(const v1::Event&)>& on_event,
+                           absl::Duration timeout) {
+  auto ctx = Context(timeout);
   v1::WatchSweepRequest req;
   req.set_sweep_id(sweep_id);
   req.set_since_seq(since_seq);
@@ -189,7 +191,8 @@ absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint, const std::string& tls_ca_pem) {
+std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint,
+                                             const std::string& tls_ca_pem) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
   return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
@@ -246,7 +249,8 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bo
   const char* id = std::getenv("HPO_TRIAL_ID");
   const char* token = std::getenv("HPO_TRIAL_TOKEN");
   int64_t trial_id = 0;
-  if (endpoint == nullptr || id == nullptr || token == nullptr || !absl::SimpleAtoi(id, &trial_id)) {
+  if (endpoint == nullptr || id == nullptr || token == nullptr ||
+      !absl::SimpleAtoi(id, &trial_id)) {
     return absl::FailedPreconditionError(
         "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
   }
@@ -254,9 +258,8 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bo
   return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream, ca);
 }
 
-absl::StatusOr<v1::ReportResponse> TrialReporter::Report(int64_t step,
-                                                         const std::map<std::string, double>& metrics,
-                                                         absl::Duration retry_for) {
+absl::StatusOr<v1::ReportResponse> TrialReporter::Report(
+    int64_t step, const std::map<std::string, double>& metrics, absl::Duration retry_for) {
   v1::ReportRequest req;
   req.set_trial_id(trial_id_);
   if (step >= 0) req.set_step(step);
@@ -284,7 +287,8 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   std::string hpod = "hpod";
-  if (!ec && std::filesystem::exists(self.parent_path() / "hpod")) hpod = (self.parent_path() / "hpod").string();
+  if (!ec && std::filesystem::exists(self.parent_path() / "hpod"))
+    hpod = (self.parent_path() / "hpod").string();
   std::string log = dir.log_path();
   pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
@@ -319,8 +323,9 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
   std::string tail;
   bool truncated = false;
   if (auto t = TailFile(log, 2000, &truncated); t.ok()) tail = *t;
-  return absl::UnavailableError(absl::StrCat("hpod did not come up within ", absl::FormatDuration(timeout),
-                                             "; its log ", log, " ends with:\n", tail));
+  return absl::UnavailableError(absl::StrCat("hpod did not come up within ",
+                                             absl::FormatDuration(timeout), "; its log ", log,
+                                             " ends with:\n", tail));
 }
 
 absl::Status StopDaemon(absl::Duration timeout, bool keep_trials) {
@@ -331,15 +336,16 @@ absl::Status StopDaemon(absl::Duration timeout, bool keep_trials) {
     return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root()));
   }
   if (::kill(pid, keep_trials ? SIGUSR1 : SIGTERM) != 0) {
-    return absl::NotFoundError(absl::StrCat("no hpod runs for ", dir.root(), " (stale pid ", pid, ")"));
+    return absl::NotFoundError(
+        absl::StrCat("no hpod runs for ", dir.root(), " (stale pid ", pid, ")"));
   }
   absl::Time until = absl::Now() + timeout;
   while (absl::Now() < until) {
     if (::kill(pid, 0) != 0) return absl::OkStatus();
     absl::SleepFor(absl::Milliseconds(50));
   }
-  return absl::DeadlineExceededError(absl::StrCat("hpod (pid ", pid, ") did not stop within ",
-                                                  absl::FormatDuration(timeout)));
+  return absl::DeadlineExceededError(
+      absl::StrCat("hpod (pid ", pid, ") did not stop within ", absl::FormatDuration(timeout)));
 }
 
 }  // namespace hpo::client

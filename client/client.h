@@ -26,26 +26,31 @@ class Client {
 
   // The daemon the environment names: $HPO_SERVER (host:port) with the token in $HPO_TOKEN
   // or the file $HPO_TOKEN_FILE and, for TLS, the CA in $HPO_TLS_CA; else Local(autostart).
-  static absl::StatusOr<std::unique_ptr<Client>> FromEnvironment(bool autostart);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Client>> FromEnvironment(bool autostart);
 
   // The local daemon of $HPO_DATA_DIR (or ~/.hpo); with `autostart`, starts hpod when none
   // answers and waits until it does.
-  static absl::StatusOr<std::unique_ptr<Client>> Local(bool autostart);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Client>> Local(bool autostart);
 
-  absl::StatusOr<v1::ValidateSweepResponse> Validate(const v1::ValidateSweepRequest& req);
-  absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
-  absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id);
-  absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(bool active_only);
-  absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
-  absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
-  absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
-  absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req);
-  absl::StatusOr<v1::GetTrialResponse> GetTrial(int64_t trial_id, bool include_reports);
-  absl::StatusOr<v1::TailTrialLogResponse> TailLog(const v1::TailTrialLogRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::ValidateSweepResponse> Validate(
+      const v1::ValidateSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(bool active_only);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(int64_t trial_id,
+                                                              bool include_reports);
+  [[nodiscard]] absl::StatusOr<v1::TailTrialLogResponse> TailLog(
+      const v1::TailTrialLogRequest& req);
   // Streams events after `since_seq` to `on_event` until the sweep ends (OK), `on_event`
-  // returns false (CANCELLED) or the stream breaks (its status).
-  absl::Status Watch(int64_t sweep_id, int64_t since_seq,
-                     const std::function<bool(const v1::Event&)>& on_event);
+  // returns false (CANCELLED), `timeout` passes (DEADLINE_EXCEEDED) or the stream breaks (its
+  // status).
+  [[nodiscard]] absl::Status Watch(int64_t sweep_id, int64_t since_seq,
+                                   const std::function<bool(const v1::Event&)>& on_event,
+                                   absl::Duration timeout = absl::InfiniteDuration());
   // True when the daemon answers its health check.
   bool Healthy(absl::Duration timeout);
 
@@ -63,20 +68,22 @@ class TrialReporter {
   // FAILED_PRECONDITION when the environment is not a trial's.
   // With `stream`, reports travel on one long-lived ReportStream (for programs that report
   // often, like `hpo exec`); otherwise each is one Report call.
-  static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment(bool stream = false);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment(
+      bool stream = false);
   // (HPO_TLS_CA, when set, names the CA of a daemon that serves TLS.)
-  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token, bool stream = false,
-                const std::string& tls_ca_pem = "");
+  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
+                bool stream = false, const std::string& tls_ca_pem = "");
   ~TrialReporter();
 
   // Pushes one report (step < 0: the next step). Retries while the daemon is unavailable,
   // for up to `retry_for`. The reply says whether to continue.
-  absl::StatusOr<v1::ReportResponse> Report(int64_t step, const std::map<std::string, double>& metrics,
-                                            absl::Duration retry_for = absl::Seconds(60));
+  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(
+      int64_t step, const std::map<std::string, double>& metrics,
+      absl::Duration retry_for = absl::Seconds(60));
   int64_t trial_id() const { return trial_id_; }
 
  private:
-  absl::StatusOr<v1::ReportResponse> Once(const v1::ReportRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Once(const v1::ReportRequest& req);
   void CloseStream();
 
   std::shared_ptr<grpc::Channel> channel_;
@@ -91,11 +98,12 @@ class TrialReporter {
 
 // Starts hpod for the data directory in the background, with `extra_args` (e.g. "--cpus=4"),
 // and waits until it answers.
-absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args = {});
+[[nodiscard]] absl::Status StartDaemon(absl::Duration timeout,
+                                       const std::vector<std::string>& extra_args = {});
 // Sends SIGTERM to the data directory's hpod (SIGUSR1 with `keep_trials`: it leaves its trials
 // running for the next start to re-adopt) and waits until it is gone.
-absl::Status StopDaemon(absl::Duration timeout, bool keep_trials = false);
+[[nodiscard]] absl::Status StopDaemon(absl::Duration timeout, bool keep_trials = false);
 
-absl::Status FromGrpc(const grpc::Status& s);
+[[nodiscard]] absl::Status FromGrpc(const grpc::Status& s);
 
 }  // namespace hpo::client

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/duration.h"
+#include "hpo/v1/states.h"
 #include "nlohmann/json.hpp"
 
 namespace hpo::client {
@@ -27,8 +28,10 @@ std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"') out += "\"\"";
-    else out += c;
+    if (c == '"')
+      out += "\"\"";
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -51,16 +54,18 @@ std::vector<std::string> MetricNames(const std::vector<v1::Trial>& trials) {
 
 }  // namespace
 
-std::string StateName(v1::TrialState s) { return v1::TrialState_Name(s).substr(12); }
-std::string StateName(v1::SweepState s) { return v1::SweepState_Name(s).substr(12); }
-
 std::string ValueText(const v1::ParamValue& v) {
   switch (v.kind_case()) {
-    case v1::ParamValue::kFloatValue: return NumberText(v.float_value());
-    case v1::ParamValue::kIntValue: return std::to_string(v.int_value());
-    case v1::ParamValue::kStringValue: return v.string_value();
-    case v1::ParamValue::kBoolValue: return v.bool_value() ? "true" : "false";
-    default: return "";
+    case v1::ParamValue::kFloatValue:
+      return NumberText(v.float_value());
+    case v1::ParamValue::kIntValue:
+      return std::to_string(v.int_value());
+    case v1::ParamValue::kStringValue:
+      return v.string_value();
+    case v1::ParamValue::kBoolValue:
+      return v.bool_value() ? "true" : "false";
+    default:
+      return "";
   }
 }
 
@@ -96,7 +101,8 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     }
     rows.push_back(header);
     for (const auto& t : trials) {
-      std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.number()), StateName(t.state())};
+      std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.number()),
+                                      v1::StateName(t.state())};
       for (size_t i = 0; i < n_params; ++i) {
         auto it = t.params().find(params[i]);
         row.push_back(it == t.params().end() ? "" : ValueText(it->second));
@@ -107,7 +113,8 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
         auto it = t.last_metrics().find(metrics[i]);
         row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
       }
-      row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t))) : "-");
+      row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t)))
+                                       : "-");
       if (options.where) {
         row.push_back(t.gpus().empty() ? "-" : t.gpus());
         row.push_back(t.backend_id().empty() ? "-" : t.backend_id());
@@ -118,7 +125,9 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     for (const auto& r : rows) {
       for (size_t i = 0; i < r.size(); ++i) {
         // "↑" is 3 bytes, 1 column.
-        size_t w = r[i].size() - (r[i].find("↑") != std::string::npos || r[i].find("↓") != std::string::npos ? 2 : 0);
+        size_t w =
+            r[i].size() -
+            (r[i].find("↑") != std::string::npos || r[i].find("↓") != std::string::npos ? 2 : 0);
         widths[i] = std::max(widths[i], w);
       }
     }
@@ -128,9 +137,12 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
   };
   size_t n_params = params.size(), n_metrics = metrics.size();
   auto [rows, widths, total] = build(n_params, n_metrics);
-  while (options.max_width > 0 && total > static_cast<size_t>(options.max_width) && (n_metrics > 0 || n_params > 0)) {
-    if (n_metrics > 0) --n_metrics;
-    else --n_params;
+  while (options.max_width > 0 && total > static_cast<size_t>(options.max_width) &&
+         (n_metrics > 0 || n_params > 0)) {
+    if (n_metrics > 0)
+      --n_metrics;
+    else
+      --n_params;
     std::tie(rows, widths, total) = build(n_params, n_metrics);
   }
   std::string out;
@@ -144,7 +156,9 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     std::string line;
     for (size_t i = 0; i < rows[r].size(); ++i) {
       const std::string& cell = rows[r][i];
-      size_t w = cell.size() - (cell.find("↑") != std::string::npos || cell.find("↓") != std::string::npos ? 2 : 0);
+      size_t w =
+          cell.size() -
+          (cell.find("↑") != std::string::npos || cell.find("↓") != std::string::npos ? 2 : 0);
       bool right = r > 0 && i != 2;  // numbers right-aligned, state left
       std::string pad(widths[i] - w, ' ');
       line += right ? pad + cell : cell + pad;
@@ -164,12 +178,14 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
 std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials) {
   absl::Time created = FromProto(sweep.created_at());
   absl::Time end = sweep.has_ended_at() ? FromProto(sweep.ended_at()) : absl::Now();
-  std::string out = absl::StrCat("sweep ", sweep.id(), " '", sweep.name(), "'  ", StateName(sweep.state()),
-                                 "  elapsed ", hpo::HumanDuration(end - created), "\n");
+  std::string out =
+      absl::StrCat("sweep ", sweep.id(), " '", sweep.name(), "'  ", v1::StateName(sweep.state()),
+                   "  elapsed ", hpo::HumanDuration(end - created), "\n");
   std::map<std::string, int> counts;
-  for (const auto& t : trials) counts[StateName(t.state())]++;
+  for (const auto& t : trials) counts[v1::StateName(t.state())]++;
   std::vector<std::string> parts;
-  for (const char* s : {"PENDING", "LAUNCHING", "RUNNING", "COMPLETED", "STOPPED", "FAILED", "CANCELED", "LOST"}) {
+  for (const char* s :
+       {"PENDING", "LAUNCHING", "RUNNING", "COMPLETED", "STOPPED", "FAILED", "CANCELED", "LOST"}) {
     if (counts[s] > 0) parts.push_back(absl::StrCat(s, " ", counts[s]));
   }
   int64_t limit = sweep.max_trials();
@@ -180,9 +196,9 @@ std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& tr
   for (const auto& t : trials) {
     if (!t.has_objective()) continue;
     if (t.state() != v1::TRIAL_STATE_COMPLETED && t.state() != v1::TRIAL_STATE_STOPPED) continue;
-    bool better = best == nullptr || (sweep.direction() == v1::DIRECTION_MAXIMIZE
-                                          ? t.objective() > best->objective()
-                                          : t.objective() < best->objective());
+    bool better = best == nullptr ||
+                  (sweep.direction() == v1::DIRECTION_MAXIMIZE ? t.objective() > best->objective()
+                                                               : t.objective() < best->objective());
     if (better) best = &t;
   }
   if (best != nullptr) {
@@ -204,11 +220,12 @@ std::string SweepLine(const v1::Sweep& sweep) {
   std::vector<std::string> parts;
   for (const auto& [state, n] : sweep.trial_counts()) parts.push_back(absl::StrCat(state, " ", n));
   std::sort(parts.begin(), parts.end());
-  std::string best = sweep.best_trial_id() != 0
-                         ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
-                         : "-";
+  std::string best =
+      sweep.best_trial_id() != 0
+          ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
+          : "-";
   return absl::StrFormat("%-5d %-24s %-12s %-40s %s", sweep.id(), sweep.name().substr(0, 24),
-                         StateName(sweep.state()), absl::StrJoin(parts, ", "), best);
+                         v1::StateName(sweep.state()), absl::StrJoin(parts, ", "), best);
 }
 
 std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
@@ -217,14 +234,15 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   std::vector<std::string> header = {"trial_id", "sweep_id", "number", "state"};
   for (const auto& p : params) header.push_back("param." + p);
   for (const auto& m : metrics) header.push_back("metric." + m);
-  for (const char* c : {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus",
-                        "parent", "lineage", "started_at", "ended_at", "runtime_s", "message"}) {
+  for (const char* c :
+       {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus", "parent",
+        "lineage", "started_at", "ended_at", "runtime_s", "message"}) {
     header.push_back(c);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
   for (const auto& t : trials) {
     std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.sweep_id()),
-                                    std::to_string(t.number()), StateName(t.state())};
+                                    std::to_string(t.number()), v1::StateName(t.state())};
     for (const auto& p : params) {
       auto it = t.params().find(p);
       row.push_back(it == t.params().end() ? "" : CsvField(ValueText(it->second)));
@@ -258,15 +276,24 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["trial_id"] = t.id();
     j["sweep_id"] = t.sweep_id();
     j["number"] = t.number();
-    j["state"] = StateName(t.state());
+    j["state"] = v1::StateName(t.state());
     nlohmann::json params = nlohmann::json::object();
     for (const auto& [k, v] : t.params()) {
       switch (v.kind_case()) {
-        case v1::ParamValue::kFloatValue: params[k] = v.float_value(); break;
-        case v1::ParamValue::kIntValue: params[k] = v.int_value(); break;
-        case v1::ParamValue::kStringValue: params[k] = v.string_value(); break;
-        case v1::ParamValue::kBoolValue: params[k] = v.bool_value(); break;
-        default: break;
+        case v1::ParamValue::kFloatValue:
+          params[k] = v.float_value();
+          break;
+        case v1::ParamValue::kIntValue:
+          params[k] = v.int_value();
+          break;
+        case v1::ParamValue::kStringValue:
+          params[k] = v.string_value();
+          break;
+        case v1::ParamValue::kBoolValue:
+          params[k] = v.bool_value();
+          break;
+        default:
+          break;
       }
     }
     j["params"] = params;
@@ -289,10 +316,13 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     arr.push_back(std::move(j));
   }
   nlohmann::json root;
-  root["sweep"] = {{"id", sweep.id()}, {"name", sweep.name()}, {"state", StateName(sweep.state())},
-                   {"objective_metric", sweep.objective_metric()},
-                   {"direction", sweep.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"},
-                   {"best_trial_id", sweep.best_trial_id()}};
+  root["sweep"] = {
+      {"id", sweep.id()},
+      {"name", sweep.name()},
+      {"state", v1::StateName(sweep.state())},
+      {"objective_metric", sweep.objective_metric()},
+      {"direction", sweep.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"},
+      {"best_trial_id", sweep.best_trial_id()}};
   root["trials"] = std::move(arr);
   return root.dump(2) + "\n";
 }

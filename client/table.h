@@ -9,10 +9,8 @@
 
 namespace hpo::client {
 
-std::string StateName(v1::TrialState s);   // "RUNNING"
-std::string StateName(v1::SweepState s);   // "COMPLETED"
 std::string ValueText(const v1::ParamValue& v);
-std::string NumberText(double v);          // 6 significant digits
+std::string NumberText(double v);  // 6 significant digits
 // Seconds the trial ran (until now when still running); 0 before it started.
 double RuntimeSeconds(const v1::Trial& t);
 

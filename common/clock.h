@@ -8,6 +8,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -46,7 +47,7 @@ class FakeClock final : public Clock {
 
  private:
   mutable std::mutex mu_;
-  absl::Time now_;
+  absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hpo

@@ -43,6 +43,16 @@ absl::StatusOr<std::string> DataDir::ReadToken() const {
   return std::string(absl::StripAsciiWhitespace(*token));
 }
 
+absl::StatusOr<std::string> DataDir::ReadOrCreateInstanceId() const {
+  if (auto text = ReadFile(instance_path()); text.ok()) {
+    std::string id(absl::StripAsciiWhitespace(*text));
+    if (!id.empty()) return id;
+  }
+  std::string id = RandomHex(8);
+  if (absl::Status s = WriteFileAtomic(instance_path(), id + "\n", 0600); !s.ok()) return s;
+  return id;
+}
+
 absl::StatusOr<std::string> DataDir::ReadOrCreateToken() const {
   if (auto token = ReadToken(); token.ok() && !token->empty()) return token;
   std::string token = NewToken();

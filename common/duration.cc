@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "common/duration.h"
 
 #include <cctype>
@@ -6,8 +5,9 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace hpo {
 
@@ -37,12 +37,18 @@ absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text) {
     while (u < s.size() && std::isalpha(static_cast<unsigned char>(s[u]))) ++u;
     absl::string_view unit = s.substr(0, u);
     s.remove_prefix(u);
-    if (unit == "ms") total += absl::Milliseconds(value);
-    else if (unit == "s") total += absl::Seconds(value);
-    else if (unit == "m") total += absl::Minutes(value);
-    else if (unit == "h") total += absl::Hours(value);
-    else if (unit == "d") total += absl::Hours(24 * value);
-    else return bad();
+    if (unit == "ms")
+      total += absl::Milliseconds(value);
+    else if (unit == "s")
+      total += absl::Seconds(value);
+    else if (unit == "m")
+      total += absl::Minutes(value);
+    else if (unit == "h")
+      total += absl::Hours(value);
+    else if (unit == "d")
+      total += absl::Hours(24 * value);
+    else
+      return bad();
   }
   if (total > absl::Hours(24 * 365 * 10)) return bad();
   return total;

@@ -4,14 +4,14 @@
 
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace hpo {
 
 // Returns INVALID_ARGUMENT naming the text when it is not a non-negative duration.
-absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text);
+[[nodiscard]] absl::StatusOr<absl::Duration> ParseDuration(absl::string_view text);
 
 // "1h02m03s", "4.2s", "350ms": short, for tables.
 std::string HumanDuration(absl::Duration d);

@@ -1,4 +1,3 @@
-#include "absl/strings/string_view.h"
 #include "common/files.h"
 
 #include <fcntl.h>
@@ -12,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace hpo {
 namespace {
@@ -20,7 +20,8 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path, int err
   std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(msg);
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
-  if (err == ENOSPC || err == EROFS || err == EIO || err == EDQUOT) return absl::UnavailableError(msg);
+  if (err == ENOSPC || err == EROFS || err == EIO || err == EDQUOT)
+    return absl::UnavailableError(msg);
   return absl::InternalError(msg);
 }
 
@@ -34,7 +35,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode, bool sync) {
+absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode,
+                             bool sync) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return ErrnoError("cannot create", tmp, errno);
@@ -96,8 +98,8 @@ std::string DirName(const std::string& path) {
 std::string AbsolutePath(const std::string& path, const std::string& base) {
   std::filesystem::path p(path);
   if (p.is_absolute()) return p.lexically_normal().string();
-  std::filesystem::path b = base.empty() ? std::filesystem::current_path()
-                                         : std::filesystem::path(AbsolutePath(base));
+  std::filesystem::path b =
+      base.empty() ? std::filesystem::current_path() : std::filesystem::path(AbsolutePath(base));
   return (b / p).lexically_normal().string();
 }
 

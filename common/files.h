@@ -8,17 +8,18 @@
 
 namespace hpo {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+[[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // Writes to path.tmp, fsyncs (unless !sync), renames over path. `mode` applies to the new file.
-absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644,
-                             bool sync = true);
+[[nodiscard]] absl::Status WriteFileAtomic(const std::string& path, const std::string& data,
+                                           int mode = 0644, bool sync = true);
 
 // Creates the directory and its parents with `mode` for the ones it creates.
-absl::Status MakeDirs(const std::string& path, int mode = 0755);
+[[nodiscard]] absl::Status MakeDirs(const std::string& path, int mode = 0755);
 
 // The last `max_bytes` of a file; `truncated` says whether the file is longer.
-absl::StatusOr<std::string> TailFile(const std::string& path, int64_t max_bytes, bool* truncated);
+[[nodiscard]] absl::StatusOr<std::string> TailFile(const std::string& path, int64_t max_bytes,
+                                                   bool* truncated);
 
 // Directory of `path` ("." when it has none).
 std::string DirName(const std::string& path);

@@ -8,8 +8,10 @@ std::string ShellQuote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of(kSafe) == std::string::npos) return s;
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }

@@ -8,9 +8,9 @@
 #define HPO_CONCAT_(a, b) HPO_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` (an absl::Status) is not OK.
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::absl::Status hpo_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                  \
+  do {                                         \
+    ::absl::Status hpo_status_ = (expr);       \
     if (!hpo_status_.ok()) return hpo_status_; \
   } while (0)
 

@@ -1,23 +1,22 @@
-#include "absl/strings/string_view.h"
 #include "common/token.h"
 
 #include <sys/random.h>
 
 #include <cstdint>
-#include <stdexcept>
+#include <vector>
 
 namespace hpo {
 
-std::string NewToken() {
-  unsigned char bytes[32];
+std::string RandomHex(size_t count) {
+  std::vector<unsigned char> bytes(count);
   size_t got = 0;
-  while (got < sizeof(bytes)) {
-    ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+  while (got < count) {
+    ssize_t n = getrandom(bytes.data() + got, count - got, 0);
     if (n > 0) got += static_cast<size_t>(n);
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
+  out.reserve(2 * count);
   for (unsigned char b : bytes) {
     out.push_back(kHex[b >> 4]);
     out.push_back(kHex[b & 15]);

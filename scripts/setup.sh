@@ -12,7 +12,7 @@ PACKAGES=(
   python3 python3-numpy python3-optuna python3-grpcio python3-protobuf python3-pandas
   python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
   slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils openssl util-linux
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
 )
 
 # Node.js and npm for the reflection test (the machines here have them; a bare Debian 12 does not).

@@ -8,24 +8,29 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/layout.h"
 #include "common/token.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
 
-TokenTable::TokenTable(std::string owner, std::string owner_token, std::string users_dir)
-    : owner_(std::move(owner)), owner_token_(std::move(owner_token)), users_dir_(std::move(users_dir)) {
+TokenTable::TokenTable(std::string owner, std::string owner_token, std::string users_dir,
+                       const Clock& clock)
+    : owner_(std::move(owner)),
+      owner_token_(std::move(owner_token)),
+      users_dir_(std::move(users_dir)),
+      clock_(clock) {
   std::lock_guard lock(mu_);
   ScanLocked();
 }
 
 void TokenTable::ScanLocked() {
-  scanned_ = absl::Now();
+  scanned_ = clock_.Now();
   if (users_dir_.empty()) return;
   std::error_code ec;
   std::map<std::string, std::string> users;
   for (const auto& entry : std::filesystem::directory_iterator(users_dir_, ec)) {
-    if (entry.path().extension() != ".token") continue;
+    if (entry.path().extension() != layout::kUserTokenSuffix) continue;
     absl::StatusOr<std::string> text = ReadFile(entry.path().string());
     if (!text.ok()) continue;
     std::string token(absl::StripAsciiWhitespace(*text));
@@ -42,9 +47,10 @@ std::optional<Caller> TokenTable::Find(absl::string_view token) {
   if (token.empty()) return std::nullopt;
   if (TokensEqual(token, owner_token_)) return Caller{owner_, true};
   std::lock_guard lock(mu_);
-  if (absl::Now() - scanned_ >= absl::Seconds(1)) ScanLocked();  // users added or removed
+  absl::Time now = clock_.Now();
+  if (now - scanned_ >= absl::Seconds(1)) ScanLocked();  // users added or removed
   auto it = users_.find(std::string(token));
-  if (it == users_.end() && absl::Now() - scanned_ >= absl::Milliseconds(100)) {
+  if (it == users_.end() && now - scanned_ >= absl::Milliseconds(100)) {
     ScanLocked();  // a user added just now
     it = users_.find(std::string(token));
   }

@@ -14,10 +14,14 @@ google::protobuf::Timestamp ToProto(absl::Time t) {
 
 v1::ParamValue ToProto(const algorithms::ParamValue& v) {
   v1::ParamValue out;
-  if (auto* i = std::get_if<int64_t>(&v)) out.set_int_value(*i);
-  else if (auto* d = std::get_if<double>(&v)) out.set_float_value(*d);
-  else if (auto* s = std::get_if<std::string>(&v)) out.set_string_value(*s);
-  else if (auto* b = std::get_if<bool>(&v)) out.set_bool_value(*b);
+  if (auto* i = std::get_if<int64_t>(&v))
+    out.set_int_value(*i);
+  else if (auto* d = std::get_if<double>(&v))
+    out.set_float_value(*d);
+  else if (auto* s = std::get_if<std::string>(&v))
+    out.set_string_value(*s);
+  else if (auto* b = std::get_if<bool>(&v))
+    out.set_bool_value(*b);
   return out;
 }
 

@@ -1,15 +1,16 @@
-#include "absl/strings/string_view.h"
 #include "server/hpo_service.h"
 
 #include <atomic>
 #include <deque>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/health_check_service_interface.h"
+#include "common/layout.h"
 #include "common/status_macros.h"
 #include "common/token.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "server/convert.h"
 
 namespace hpo::server {
@@ -37,7 +38,7 @@ class WatchSink final : public EventSink {
 
  private:
   mutable std::mutex mu_;
-  WatchReactor* reactor_;
+  WatchReactor* reactor_ ABSL_GUARDED_BY(mu_);
 };
 
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
@@ -97,12 +98,12 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     }
   }
 
-  std::recursive_mutex mu_;
-  std::deque<v1::Event> queue_;
-  v1::Event current_;
-  bool writing_ = false;
-  bool finished_ = false;
-  std::optional<grpc::Status> end_;
+  std::recursive_mutex mu_;  // recursive: a reaction may run inline, inside StartWrite or Finish
+  std::deque<v1::Event> queue_ ABSL_GUARDED_BY(mu_);
+  v1::Event current_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> end_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<WatchSink> sink_;
 };
 
@@ -195,22 +196,25 @@ std::string BearerToken(const grpc::ServerContextBase& ctx) {
 std::optional<Caller> HpoServiceImpl::Authorized(grpc::CallbackServerContext* ctx,
                                                  grpc::ServerUnaryReactor* reactor) const {
   if (std::optional<Caller> caller = tokens_->Find(BearerToken(*ctx))) return caller;
-  reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                               "missing or wrong token (the user token is in $HPO_DATA_DIR/token)"));
+  reactor->Finish(
+      grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                   "missing or wrong token (the user token is in $HPO_DATA_DIR/token)"));
   return std::nullopt;
 }
 
 template <typename Fn>
-grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn, bool writes) {
+grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn,
+                                              bool writes) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::optional<Caller> caller = Authorized(ctx, reactor);
   if (!caller) return reactor;
-  controller_.Post([reactor, caller = std::move(*caller), fn = std::move(fn), writes]() -> Controller::Done {
-    absl::Status s = fn(caller);
-    return [reactor, s, writes](const absl::Status& commit) {
-      reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
-    };
-  });
+  controller_.Post(
+      [reactor, caller = std::move(*caller), fn = std::move(fn), writes]() -> Controller::Done {
+        absl::Status s = fn(caller);
+        return [reactor, s, writes](const absl::Status& commit) {
+          reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
+        };
+      });
   return reactor;
 }
 
@@ -250,22 +254,22 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext
                                                      const v1::ListSweepsRequest* req,
                                                      v1::ListSweepsResponse* resp) {
   return Read(ctx, [this, req, resp](const Caller& caller) {
-    for (auto& s : controller_.ListSweeps(req->active_only(), &caller)) *resp->add_sweeps() = std::move(s);
+    for (auto& s : controller_.ListSweeps(req->active_only(), &caller))
+      *resp->add_sweeps() = std::move(s);
     return absl::OkStatus();
   });
 }
 
-#define HPO_SWEEP_VERB(Rpc, Method)                                                          \
-  grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(grpc::CallbackServerContext* ctx,            \
-                                                const v1::Rpc##Request* req,                 \
-                                                v1::Rpc##Response* resp) {                   \
-    return Run(ctx, [this, req, resp](const Caller& caller) {                                \
-      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));                \
-      auto sweep = controller_.Method(req->sweep_id());                                      \
-      if (!sweep.ok()) return sweep.status();                                                \
-      *resp->mutable_sweep() = std::move(*sweep);                                            \
-      return absl::OkStatus();                                                               \
-    });                                                                                      \
+#define HPO_SWEEP_VERB(Rpc, Method)                                                             \
+  grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(                                                \
+      grpc::CallbackServerContext* ctx, const v1::Rpc##Request* req, v1::Rpc##Response* resp) { \
+    return Run(ctx, [this, req, resp](const Caller& caller) {                                   \
+      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));                   \
+      auto sweep = controller_.Method(req->sweep_id());                                         \
+      if (!sweep.ok()) return sweep.status();                                                   \
+      *resp->mutable_sweep() = std::move(*sweep);                                               \
+      return absl::OkStatus();                                                                  \
+    });                                                                                         \
   }
 HPO_SWEEP_VERB(CancelSweep, Cancel)
 HPO_SWEEP_VERB(PauseSweep, Pause)
@@ -299,21 +303,38 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerContext* ctx,
                                                        const v1::TailTrialLogRequest* req,
                                                        v1::TailTrialLogResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
-    auto dir = controller_.TrialDir(req->trial_id());
-    if (!dir.ok()) return dir.status();
-    int64_t max = req->max_bytes() <= 0 ? 64 * 1024 : std::min<int64_t>(req->max_bytes(), 4 << 20);
-    std::string path = *dir + (req->stream() == v1::TailTrialLogRequest::STREAM_STDERR ? "/stderr.log" : "/stdout.log");
-    bool truncated = false;
-    auto data = TailFile(path, max, &truncated);
-    resp->set_path(path);
-    if (absl::IsNotFound(data.status())) return absl::OkStatus();  // not started yet: empty
-    if (!data.ok()) return data.status();
-    resp->set_data(std::move(*data));
-    resp->set_truncated(truncated);
-    return absl::OkStatus();
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = Authorized(ctx, reactor);
+  if (!caller) return reactor;
+  // The controller says where the log is; the file is read on the trial files' thread, so a
+  // slow shared file system holds up this reply only.
+  controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
+    absl::Status s = controller_.CheckTrialAccess(req->trial_id(), caller);
+    absl::StatusOr<std::string> dir = s.ok() ? controller_.TrialDir(req->trial_id()) : s;
+    return [this, reactor, req, resp, dir = std::move(dir)](const absl::Status&) {
+      if (!dir.ok()) {
+        reactor->Finish(ToGrpc(dir.status()));
+        return;
+      }
+      const layout::TrialDir trial_dir(*dir);
+      std::string path = req->stream() == v1::TailTrialLogRequest::STREAM_STDERR
+                             ? trial_dir.stderr_log()
+                             : trial_dir.stdout_log();
+      int64_t max =
+          req->max_bytes() <= 0 ? 64 * 1024 : std::min<int64_t>(req->max_bytes(), 4 << 20);
+      resp->set_path(path);
+      files_.Tail(path, max, [reactor, resp](absl::StatusOr<TrialFiles::LogTail> tail) {
+        if (!tail.ok()) {
+          reactor->Finish(ToGrpc(tail.status()));
+          return;
+        }
+        resp->set_data(std::move(tail->data));  // empty when the trial has not written yet
+        resp->set_truncated(tail->truncated);
+        reactor->Finish(grpc::Status::OK);
+      });
+    };
   });
+  return reactor;
 }
 
 grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackServerContext* ctx,
@@ -326,12 +347,13 @@ grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackSe
   }
   int64_t sweep_id = req->sweep_id(), since = req->since_seq();
   std::shared_ptr<WatchSink> sink = reactor->sink();
-  controller_.Post([this, sweep_id, since, sink, caller = std::move(*caller)]() -> Controller::Done {
-    absl::Status s = controller_.CheckSweepAccess(sweep_id, caller);
-    if (s.ok()) s = controller_.Watch(sweep_id, since, sink);
-    if (!s.ok()) sink->Close(s);
-    return nullptr;
-  });
+  controller_.Post(
+      [this, sweep_id, since, sink, caller = std::move(*caller)]() -> Controller::Done {
+        absl::Status s = controller_.CheckSweepAccess(sweep_id, caller);
+        if (s.ok()) s = controller_.Watch(sweep_id, since, sink);
+        if (!s.ok()) sink->Close(s);
+        return nullptr;
+      });
   return reactor;
 }
 
@@ -344,7 +366,8 @@ grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext*
     auto r = controller_.Report(*req, token);
     absl::Status s = r.status();
     if (r.ok()) *resp = std::move(*r);
-    return [reactor, s](const absl::Status& commit) { reactor->Finish(ToGrpc(s.ok() ? commit : s)); };
+    return
+        [reactor, s](const absl::Status& commit) { reactor->Finish(ToGrpc(s.ok() ? commit : s)); };
   });
   return reactor;
 }

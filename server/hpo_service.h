@@ -8,21 +8,25 @@
 // trial's own token; both as "authorization: Bearer <token>" metadata.
 
 #include <memory>
-
 #include <string>
 
 #include "grpcpp/server_builder.h"
 #include "hpo/v1/hpo.grpc.pb.h"
 #include "server/controller.h"
+#include "server/trial_files.h"
 
 namespace hpo::server {
 
 class HpoServiceImpl final : public v1::HpoService::CallbackService {
  public:
   // `owner_token` is the daemon owner's; `users_dir` holds other users' tokens ("" for none).
-  HpoServiceImpl(Controller& controller, std::string owner_token, std::string users_dir = "")
+  // Log tails are read through `files`, off the controller's thread.
+  HpoServiceImpl(Controller& controller, TrialFiles& files, std::string owner_token,
+                 std::string users_dir = "")
       : controller_(controller),
-        tokens_(std::make_unique<TokenTable>(ProcessUserName(), std::move(owner_token), std::move(users_dir))) {}
+        files_(files),
+        tokens_(std::make_unique<TokenTable>(ProcessUserName(), std::move(owner_token),
+                                             std::move(users_dir))) {}
 
   grpc::ServerUnaryReactor* ValidateSweep(grpc::CallbackServerContext* ctx,
                                           const v1::ValidateSweepRequest* req,
@@ -59,16 +63,20 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
 
  private:
   // The caller, or nullopt after finishing `reactor` with UNAUTHENTICATED.
-  std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx, grpc::ServerUnaryReactor* reactor) const;
+  std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx,
+                                   grpc::ServerUnaryReactor* reactor) const;
   // Posts `fn(caller)` (returning absl::Status, filling the response) and finishes after commit.
   // `writes` false (a read): the reply does not depend on the batch's commit, so reads still
   // work while hpod cannot write its store.
   template <typename Fn>
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn, bool writes = true);
   template <typename Fn>
-  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Fn fn) { return Run(ctx, std::move(fn), false); }
+  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Fn fn) {
+    return Run(ctx, std::move(fn), false);
+  }
 
   Controller& controller_;
+  TrialFiles& files_;
   std::unique_ptr<TokenTable> tokens_;
 };
 

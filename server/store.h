@@ -4,11 +4,20 @@
 // Contract:
 // - One writer: the controller's thread calls every method. Implementations need not be
 //   thread-safe. Readers in other processes (sqlite3, benchmarks) may read concurrently.
-// - Writes between Begin() and Commit() are one transaction: all are durable after Commit()
-//   returns OK, none after Rollback(). Writes outside a transaction commit one by one.
-// - Errors: UNAVAILABLE when the disk refuses (full, read-only, I/O error) — retryable, nothing
-//   half-written; NOT_FOUND for an unknown id on update; INTERNAL for a bug or a corrupt file.
-// - Insert* return the new row's id (sweeps, trials) or sequence number (events).
+// - Writes between Begin() and Commit() are one transaction. A write the store took (it returned
+//   OK) becomes durable with a Commit() that returns OK: this one, or a later one. When a commit
+//   fails (disk full, read-only, I/O error) the store keeps what it was given, Health() turns
+//   UNAVAILABLE, and the store writes it all again at later commits, about once a second, until
+//   one succeeds; then Health() is OK again. Nothing is half-written meanwhile. Rollback()
+//   drops the current transaction's writes.
+// - Reads see what has been committed.
+// - Insert* assign the new row's id (sweeps, trials) or sequence number (events) at once; it
+//   stays the row's id whatever the commit does.
+// - The store does its own upkeep: moving staged reports to their indexed table, WAL
+//   checkpoints. Every report of a sweep that ended is in its indexed home once the sweep's end
+//   is committed.
+// - Errors: INTERNAL for a bug or a corrupt file, NOT_FOUND for an unknown id on update,
+//   UNAVAILABLE from Commit (see above) and from reads when the disk refuses.
 
 #include <cstdint>
 #include <map>
@@ -85,27 +94,27 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  virtual absl::Status Begin() = 0;
-  virtual absl::Status Commit() = 0;
+  [[nodiscard]] virtual absl::Status Begin() = 0;
+  [[nodiscard]] virtual absl::Status Commit() = 0;
   virtual void Rollback() = 0;
+  // OK while commits succeed; UNAVAILABLE with the cause from a failed commit until the writes
+  // it kept have been committed.
+  [[nodiscard]] virtual absl::Status Health() const = 0;
 
-  virtual absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) = 0;
-  virtual absl::Status UpdateSweep(const SweepRecord& sweep) = 0;
-  virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
-  virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
-  virtual absl::Status InsertReport(const ReportRecord& report) = 0;
-  // Reports may be staged in a write-optimized log; this moves them to their indexed home:
-  // all of them, or (slices > 1) those of the trials with trial_id % slices == slice, so that
-  // the periodic move is spread over small steps. LoadReports sees staged reports either way.
-  virtual absl::Status FlushReportLog(int slice = 0, int slices = 1) = 0;
-  virtual absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) = 0;
+  [[nodiscard]] virtual absl::Status UpdateSweep(const SweepRecord& sweep) = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
+  [[nodiscard]] virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
+  [[nodiscard]] virtual absl::Status InsertReport(const ReportRecord& report) = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) = 0;
 
-  virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;
-  virtual absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) = 0;
-  virtual absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) = 0;
   // Events of one sweep with seq > after_seq, oldest first, at most `limit`.
-  virtual absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id, int64_t after_seq,
-                                                              int limit) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id,
+                                                                            int64_t after_seq,
+                                                                            int limit) = 0;
   virtual int SchemaVersion() const = 0;
 };
 

@@ -1,19 +1,19 @@
-#include "absl/strings/string_view.h"
 #include "server/sweep_spec.h"
 
 #include <cctype>
-#include <tuple>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/shell_quote.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "common/duration.h"
 #include "common/files.h"
+#include "common/shell_quote.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hpo::server {
@@ -23,7 +23,7 @@ using algorithms::ParamDef;
 using algorithms::ParamType;
 using algorithms::ParamValue;
 
-const std::set<std::string> kReservedPlaceholders = {"trial_id", "trial_number", "trial_dir",
+const std::set<std::string> kReservedPlaceholders = {"trial_id", "trial_number",  "trial_dir",
                                                      "sweep_id", "checkpoint_in", "checkpoint_out"};
 
 size_t EditDistance(const std::string& a, const std::string& b) {
@@ -69,8 +69,10 @@ class Parser {
         if (d < best_d) best_d = d, best = a;
       }
       std::string msg = absl::StrCat("unknown key '", key, "' in ", where);
-      if (!best.empty()) absl::StrAppend(&msg, " (did you mean '", best, "'?)");
-      else absl::StrAppend(&msg, " (allowed: ", absl::StrJoin(allowed, ", "), ")");
+      if (!best.empty())
+        absl::StrAppend(&msg, " (did you mean '", best, "'?)");
+      else
+        absl::StrAppend(&msg, " (allowed: ", absl::StrJoin(allowed, ", "), ")");
       Error(kv.first, msg);
     }
   }
@@ -92,7 +94,8 @@ class Parser {
   std::optional<double> Number(const YAML::Node& n, absl::string_view what) {
     double d = 0;
     if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtod(n.Scalar(), &d) || !std::isfinite(d)) {
-      Error(n, absl::StrCat(what, " must be a finite number, not '", n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
+      Error(n, absl::StrCat(what, " must be a finite number, not '",
+                            n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
       return std::nullopt;
     }
     return d;
@@ -102,7 +105,8 @@ class Parser {
                                  int64_t max) {
     int64_t i = 0;
     if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtoi(n.Scalar(), &i)) {
-      Error(n, absl::StrCat(what, " must be an integer, not '", n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
+      Error(n, absl::StrCat(what, " must be an integer, not '",
+                            n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
       return std::nullopt;
     }
     if (i < min || i > max) {
@@ -172,11 +176,14 @@ class Parser {
   void Slurm(const YAML::Node& node, SweepSpec& spec);
   void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
   void Top(const YAML::Node& root, SweepSpec& spec);
+  // The sampler Top built to check the spec against it (set once it parsed without errors).
+  std::unique_ptr<algorithms::Sampler>& sampler() { return sampler_; }
 
  private:
   std::string source_;
   std::string base_dir_;
   std::vector<std::string> errors_;
+  std::unique_ptr<algorithms::Sampler> sampler_;
 };
 
 std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::Node& node) {
@@ -243,14 +250,16 @@ std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::N
     p.type = ParamType::kCategorical;
     const YAML::Node& values = node["values"];
     if (!values || !values.IsSequence() || values.size() == 0) {
-      Error(values ? values : node, absl::StrCat(where, " needs 'values: [a, b, ...]' with at least one value"));
+      Error(values ? values : node,
+            absl::StrCat(where, " needs 'values: [a, b, ...]' with at least one value"));
       return std::nullopt;
     }
     for (const auto& c : values) {
       auto v = Value(c, where);
       if (!v) return std::nullopt;
       for (const auto& existing : p.choices) {
-        if (existing == *v) Error(c, absl::StrCat(where, ": value '", c.Scalar(), "' is listed twice"));
+        if (existing == *v)
+          Error(c, absl::StrCat(where, ": value '", c.Scalar(), "' is listed twice"));
       }
       p.choices.push_back(*v);
     }
@@ -297,8 +306,10 @@ void Parser::Parameters(const YAML::Node& node, SweepSpec& spec) {
 void Parser::Objective_(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "objective")) return;
   CheckKeys(node, "objective", {"metric", "direction", "goal", "use"});
-  if (!node["metric"]) Error(node, "objective needs metric (the reported metric to optimize)");
-  else spec.objective.metric = String(node["metric"], "objective metric").value_or("");
+  if (!node["metric"])
+    Error(node, "objective needs metric (the reported metric to optimize)");
+  else
+    spec.objective.metric = String(node["metric"], "objective metric").value_or("");
   static const std::regex kMetric("[A-Za-z_][A-Za-z0-9_./-]{0,127}");
   if (!spec.objective.metric.empty() && !std::regex_match(spec.objective.metric, kMetric)) {
     Error(node["metric"], "objective metric must be a name of letters, digits, _ . / -");
@@ -307,33 +318,48 @@ void Parser::Objective_(const YAML::Node& node, SweepSpec& spec) {
     Error(node, "objective needs direction: minimize or maximize");
   } else {
     std::string d = String(node["direction"], "objective direction").value_or("");
-    if (d == "minimize" || d == "min") spec.objective.direction = algorithms::Direction::kMinimize;
-    else if (d == "maximize" || d == "max") spec.objective.direction = algorithms::Direction::kMaximize;
-    else Error(node["direction"], absl::StrCat("objective direction must be minimize or maximize, not '", d, "'"));
+    if (d == "minimize" || d == "min")
+      spec.objective.direction = algorithms::Direction::kMinimize;
+    else if (d == "maximize" || d == "max")
+      spec.objective.direction = algorithms::Direction::kMaximize;
+    else
+      Error(node["direction"],
+            absl::StrCat("objective direction must be minimize or maximize, not '", d, "'"));
   }
   if (node["goal"]) spec.objective.goal = Number(node["goal"], "objective goal");
   if (node["use"]) {
     std::string use = String(node["use"], "objective use").value_or("");
-    if (use == "best") spec.objective.use_best = true;
-    else if (use != "last") Error(node["use"], "objective use must be last or best");
+    if (use == "best")
+      spec.objective.use_best = true;
+    else if (use != "last")
+      Error(node["use"], "objective use must be last or best");
   }
 }
 
 void Parser::CheckPlaceholders(const YAML::Node& node, const std::string& text,
                                const SweepSpec& spec) {
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '{' && i + 1 < text.size() && text[i + 1] == '{') { ++i; continue; }
-    if (text[i] == '}' && i + 1 < text.size() && text[i + 1] == '}') { ++i; continue; }
+    if (text[i] == '{' && i + 1 < text.size() && text[i + 1] == '{') {
+      ++i;
+      continue;
+    }
+    if (text[i] == '}' && i + 1 < text.size() && text[i + 1] == '}') {
+      ++i;
+      continue;
+    }
     if (text[i] != '{') continue;
     size_t end = text.find('}', i);
     if (end == std::string::npos) {
-      Error(node, absl::StrCat("command: unclosed '{' in '", text, "' (write {{ for a literal brace)"));
+      Error(node,
+            absl::StrCat("command: unclosed '{' in '", text, "' (write {{ for a literal brace)"));
       return;
     }
     std::string name = text.substr(i + 1, end - i - 1);
     if (!kReservedPlaceholders.count(name) && spec.space.Find(name) == nullptr) {
-      Error(node, absl::StrCat("command: unknown placeholder {", name,
-                               "}: not a parameter nor one of {trial_id} {trial_number} {trial_dir} {sweep_id}"));
+      Error(node,
+            absl::StrCat(
+                "command: unknown placeholder {", name,
+                "}: not a parameter nor one of {trial_id} {trial_number} {trial_dir} {sweep_id}"));
     }
     i = end;
   }
@@ -364,9 +390,13 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "budget")) return;
   CheckKeys(node, "budget", {"max_trials", "max_concurrent", "max_failed", "wall_time"});
   constexpr int64_t kBig = 100'000'000;
-  if (node["max_trials"]) spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
-  if (node["max_concurrent"]) spec.budget.max_concurrent = Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000).value_or(1);
-  if (node["max_failed"]) spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
+  if (node["max_trials"])
+    spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
+  if (node["max_concurrent"])
+    spec.budget.max_concurrent =
+        Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000).value_or(1);
+  if (node["max_failed"])
+    spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
   if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
 }
 
@@ -383,43 +413,54 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
       const algorithms::ParamDef* def = spec.space.Find(spec.gpus_param);
       if (def == nullptr) {
         Error(g, absl::StrCat("resources gpus: no parameter '", spec.gpus_param, "'"));
-      } else if (def->type == ParamType::kInt && !def->log && def->Cardinality() && *def->Cardinality() <= 64) {
+      } else if (def->type == ParamType::kInt && !def->log && def->Cardinality() &&
+                 *def->Cardinality() <= 64) {
         double step = def->step.value_or(1);
-        for (double v = def->low; v <= def->high + 1e-9; v += step) spec.gpu_options.push_back(static_cast<int>(v));
+        for (double v = def->low; v <= def->high + 1e-9; v += step)
+          spec.gpu_options.push_back(static_cast<int>(v));
       } else if (def->type == ParamType::kCategorical || def->type == ParamType::kFixed) {
-        std::vector<ParamValue> values = def->type == ParamType::kFixed ? std::vector<ParamValue>{def->value} : def->choices;
+        std::vector<ParamValue> values =
+            def->type == ParamType::kFixed ? std::vector<ParamValue>{def->value} : def->choices;
         for (const ParamValue& v : values) {
           const int64_t* i = std::get_if<int64_t>(&v);
           if (i == nullptr || *i < 0 || *i > 1024) {
-            Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param, "' has the value ",
-                                  algorithms::FormatValue(v), "; GPU counts are integers from 0 to 1024"));
+            Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param,
+                                  "' has the value ", algorithms::FormatValue(v),
+                                  "; GPU counts are integers from 0 to 1024"));
             spec.gpu_options.clear();
             break;
           }
           spec.gpu_options.push_back(static_cast<int>(*i));
         }
       } else {
-        Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param,
-                              "' must be an int (linear, at most 64 values) or a categorical of integers"));
+        Error(g, absl::StrCat(
+                     "resources gpus: parameter '", spec.gpus_param,
+                     "' must be an int (linear, at most 64 values) or a categorical of integers"));
       }
       for (int v : spec.gpu_options) {
         if (v < 0 || v > 1024) {
-          Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param, "' reaches ", v, "; GPU counts are 0 to 1024"));
+          Error(g, absl::StrCat("resources gpus: parameter '", spec.gpus_param, "' reaches ", v,
+                                "; GPU counts are 0 to 1024"));
           spec.gpu_options.clear();
           break;
         }
       }
       std::sort(spec.gpu_options.begin(), spec.gpu_options.end());
-      spec.gpu_options.erase(std::unique(spec.gpu_options.begin(), spec.gpu_options.end()), spec.gpu_options.end());
+      spec.gpu_options.erase(std::unique(spec.gpu_options.begin(), spec.gpu_options.end()),
+                             spec.gpu_options.end());
       if (!spec.gpu_options.empty()) r.gpus = spec.gpu_options.back();
     } else {
       r.gpus = static_cast<int>(Integer(g, "resources gpus", 0, 1024).value_or(0));
     }
   }
   if (spec.gpu_options.empty()) spec.gpu_options = {r.gpus};
-  if (node["cpus"]) r.cpus = static_cast<int>(Integer(node["cpus"], "resources cpus", 1, 4096).value_or(1));
-  if (node["nodes"]) r.nodes = static_cast<int>(Integer(node["nodes"], "resources nodes", 1, 4096).value_or(1));
-  if (node["tasks_per_node"]) r.tasks_per_node = static_cast<int>(Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
+  if (node["cpus"])
+    r.cpus = static_cast<int>(Integer(node["cpus"], "resources cpus", 1, 4096).value_or(1));
+  if (node["nodes"])
+    r.nodes = static_cast<int>(Integer(node["nodes"], "resources nodes", 1, 4096).value_or(1));
+  if (node["tasks_per_node"])
+    r.tasks_per_node = static_cast<int>(
+        Integer(node["tasks_per_node"], "resources tasks_per_node", 1, 4096).value_or(1));
   if (const YAML::Node g = node["gpus_per_task"]) {
     if (node["gpus"]) Error(g, "resources: give gpus (per node) or gpus_per_task, not both");
     r.gpus_per_task = static_cast<int>(Integer(g, "resources gpus_per_task", 1, 64).value_or(1));
@@ -431,7 +472,7 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
 // "SIGUSR1", "USR1", "usr1" or a number.
 std::optional<int> SignalNumber(const std::string& text) {
   static const std::map<std::string, int> kSignals = {
-      {"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+      {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
       {"USR2", SIGUSR2}, {"KILL", SIGKILL}, {"CONT", SIGCONT}, {"ALRM", SIGALRM}};
   std::string up;
   for (char c : text) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -445,16 +486,22 @@ std::optional<int> SignalNumber(const std::string& text) {
 
 void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "slurm")) return;
-  CheckKeys(node, "slurm", {"mode", "partition", "account", "qos", "constraint", "reservation",
-                            "time_limit", "allocation", "exclusive", "comment", "licenses"});
+  CheckKeys(node, "slurm",
+            {"mode", "partition", "account", "qos", "constraint", "reservation", "time_limit",
+             "allocation", "exclusive", "comment", "licenses"});
   backend::Placement& p = spec.placement;
   if (node["mode"]) {
     p.mode = String(node["mode"], "slurm mode").value_or("");
-    if (p.mode != "jobs" && p.mode != "steps") Error(node["mode"], "slurm mode must be steps or jobs");
+    if (p.mode != "jobs" && p.mode != "steps")
+      Error(node["mode"], "slurm mode must be steps or jobs");
   }
-  for (auto [key, field] : {std::pair{"partition", &p.partition}, {"account", &p.account}, {"qos", &p.qos},
-                            {"constraint", &p.constraint}, {"reservation", &p.reservation},
-                            {"comment", &p.comment}, {"licenses", &p.licenses}}) {
+  for (auto [key, field] : {std::pair{"partition", &p.partition},
+                            {"account", &p.account},
+                            {"qos", &p.qos},
+                            {"constraint", &p.constraint},
+                            {"reservation", &p.reservation},
+                            {"comment", &p.comment},
+                            {"licenses", &p.licenses}}) {
     if (node[key]) *field = String(node[key], absl::StrCat("slurm ", key)).value_or("");
   }
   if (node["exclusive"]) p.exclusive = Bool(node["exclusive"], "slurm exclusive").value_or(false);
@@ -463,22 +510,40 @@ void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
     if (d) p.time_limit_minutes = static_cast<int>(std::ceil(absl::ToDoubleMinutes(*d)));
   }
   if (const YAML::Node a = node["allocation"]; a && ExpectMap(a, "slurm allocation")) {
-    CheckKeys(a, "slurm allocation", {"nodes", "gpus_per_node", "cpus_per_node", "memory", "max", "idle_timeout", "job"});
+    CheckKeys(a, "slurm allocation",
+              {"nodes", "gpus_per_node", "cpus_per_node", "memory", "max", "idle_timeout", "job"});
     auto& shape = p.allocation;
     if (a["job"]) {
-      shape.job = static_cast<uint32_t>(Integer(a["job"], "slurm allocation job", 1, 0xfffffff0).value_or(0));
-      if (a["max"]) Error(a["max"], "slurm allocation: max has no meaning with job (hpod uses that one allocation)");
+      shape.job = static_cast<uint32_t>(
+          Integer(a["job"], "slurm allocation job", 1, 0xfffffff0).value_or(0));
+      if (a["max"])
+        Error(a["max"],
+              "slurm allocation: max has no meaning with job (hpod uses that one allocation)");
     }
-    if (a["nodes"]) allocation_nodes_ = static_cast<int>(Integer(a["nodes"], "slurm allocation nodes", 1, 4096).value_or(1));
-    if (a["gpus_per_node"]) allocation_gpus_ = static_cast<int>(Integer(a["gpus_per_node"], "slurm allocation gpus_per_node", 0, 1024).value_or(0));
-    if (a["cpus_per_node"]) allocation_cpus_ = static_cast<int>(Integer(a["cpus_per_node"], "slurm allocation cpus_per_node", 1, 100000).value_or(1));
-    if (a["max"]) allocation_max_ = static_cast<int>(Integer(a["max"], "slurm allocation max", 1, 1000).value_or(1));
-    if (a["idle_timeout"]) shape.idle_timeout = Duration(a["idle_timeout"], "slurm allocation idle_timeout").value_or(absl::Seconds(30));
+    if (a["nodes"])
+      allocation_nodes_ =
+          static_cast<int>(Integer(a["nodes"], "slurm allocation nodes", 1, 4096).value_or(1));
+    if (a["gpus_per_node"])
+      allocation_gpus_ = static_cast<int>(
+          Integer(a["gpus_per_node"], "slurm allocation gpus_per_node", 0, 1024).value_or(0));
+    if (a["cpus_per_node"])
+      allocation_cpus_ = static_cast<int>(
+          Integer(a["cpus_per_node"], "slurm allocation cpus_per_node", 1, 100000).value_or(1));
+    if (a["max"])
+      allocation_max_ =
+          static_cast<int>(Integer(a["max"], "slurm allocation max", 1, 1000).value_or(1));
+    if (a["idle_timeout"])
+      shape.idle_timeout =
+          Duration(a["idle_timeout"], "slurm allocation idle_timeout").value_or(absl::Seconds(30));
     if (a["memory"]) {
       std::string m = String(a["memory"], "slurm allocation memory").value_or("");
       std::optional<int64_t> mb = MemoryMb(m);
-      if (!mb) Error(a["memory"], absl::StrCat("slurm allocation memory must be a size like 64G or 512M, not '", m, "'"));
-      else shape.memory_mb = *mb;
+      if (!mb)
+        Error(
+            a["memory"],
+            absl::StrCat("slurm allocation memory must be a size like 64G or 512M, not '", m, "'"));
+      else
+        shape.memory_mb = *mb;
     }
     allocation_node_ = a;
   }
@@ -491,12 +556,18 @@ std::optional<int64_t> Parser::MemoryMb(const std::string& text) {
   if (!std::regex_match(text, m, kSize)) return std::nullopt;
   int64_t n = 0;
   if (!absl::SimpleAtoi(m[1].str(), &n)) return std::nullopt;
-  char unit = m[2].str().empty() ? 'M' : static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
+  char unit = m[2].str().empty()
+                  ? 'M'
+                  : static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
   switch (unit) {
-    case 'K': return std::max<int64_t>(1, n / 1024);
-    case 'M': return n;
-    case 'G': return n * 1024;
-    default: return n * 1024 * 1024;
+    case 'K':
+      return std::max<int64_t>(1, n / 1024);
+    case 'M':
+      return n;
+    case 'G':
+      return n * 1024;
+    default:
+      return n * 1024 * 1024;
   }
 }
 
@@ -512,20 +583,23 @@ void Parser::ResolveAllocation(SweepSpec& spec) {
   if (allocation_gpus_ && min_gpus > 0) trials_per_node = std::max(1, *allocation_gpus_ / min_gpus);
   a.cpus_per_node = allocation_cpus_.value_or(r.cpus * r.tasks_per_node * trials_per_node);
   int per_allocation = std::max(1, trials_per_node * (a.nodes / std::max(1, r.nodes)));
-  a.max = allocation_max_.value_or(static_cast<int>(std::min<int64_t>(
-      16, (spec.budget.max_concurrent + per_allocation - 1) / per_allocation)));
+  a.max = allocation_max_.value_or(static_cast<int>(
+      std::min<int64_t>(16, (spec.budget.max_concurrent + per_allocation - 1) / per_allocation)));
   if (a.job != 0) a.max = 1;
   if (p.mode != "steps") return;
   const YAML::Node& where = allocation_node_ ? allocation_node_ : YAML::Node();
   if (r.nodes > a.nodes) {
-    Error(where, absl::StrCat("slurm allocation has ", a.nodes, " node(s) but a trial asks for ", r.nodes));
+    Error(where, absl::StrCat("slurm allocation has ", a.nodes, " node(s) but a trial asks for ",
+                              r.nodes));
   }
   if (r.gpus > a.gpus_per_node) {
-    Error(where, absl::StrCat("slurm allocation has ", a.gpus_per_node, " GPU(s) per node but a trial asks for up to ", r.gpus));
+    Error(where, absl::StrCat("slurm allocation has ", a.gpus_per_node,
+                              " GPU(s) per node but a trial asks for up to ", r.gpus));
   }
   if (r.cpus * r.tasks_per_node > a.cpus_per_node) {
-    Error(where, absl::StrCat("slurm allocation has ", a.cpus_per_node, " CPU(s) per node but a trial asks for ",
-                              r.cpus * r.tasks_per_node, " per node (cpus x tasks_per_node)"));
+    Error(where, absl::StrCat("slurm allocation has ", a.cpus_per_node,
+                              " CPU(s) per node but a trial asks for ", r.cpus * r.tasks_per_node,
+                              " per node (cpus x tasks_per_node)"));
   }
 }
 
@@ -533,22 +607,37 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.algorithm.name = node.Scalar();
   } else if (ExpectMap(node, "algorithm")) {
-    CheckKeys(node, "algorithm", {"name", "points", "shuffle", "startup_trials", "candidates", "multivariate", "population",
-                                  "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
-                                  "elitism", "demes", "migration_interval", "quantile", "resample_rate",
-                                  "perturb"});
-    if (!node["name"]) Error(node, "algorithm needs name: random or grid");
-    else spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
-    if (node["points"]) spec.algorithm.grid_points = static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
-    if (node["shuffle"]) spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
-    if (node["startup_trials"]) spec.algorithm.tpe_startup_trials = static_cast<int>(Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
-    if (node["candidates"]) spec.algorithm.tpe_candidates = static_cast<int>(Integer(node["candidates"], "algorithm candidates", 1, 10000).value_or(24));
-    if (node["multivariate"]) spec.algorithm.tpe_multivariate = Bool(node["multivariate"], "algorithm multivariate").value_or(true);
+    CheckKeys(node, "algorithm",
+              {"name", "points", "shuffle", "startup_trials", "candidates", "multivariate",
+               "population", "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
+               "elitism", "demes", "migration_interval", "quantile", "resample_rate", "perturb"});
+    if (!node["name"])
+      Error(node, "algorithm needs name: random or grid");
+    else
+      spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
+    if (node["points"])
+      spec.algorithm.grid_points =
+          static_cast<int>(Integer(node["points"], "algorithm points", 1, 10'000).value_or(5));
+    if (node["shuffle"])
+      spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
+    if (node["startup_trials"])
+      spec.algorithm.tpe_startup_trials = static_cast<int>(
+          Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
+    if (node["candidates"])
+      spec.algorithm.tpe_candidates = static_cast<int>(
+          Integer(node["candidates"], "algorithm candidates", 1, 10000).value_or(24));
+    if (node["multivariate"])
+      spec.algorithm.tpe_multivariate =
+          Bool(node["multivariate"], "algorithm multivariate").value_or(true);
     auto& a = spec.algorithm;
-    for (auto [key, field, lo, hi] : {std::tuple{"population", &a.population, 2, 100000}, {"tournament", &a.tournament, 1, 1000},
-                                      {"elitism", &a.elitism, 0, 100000}, {"demes", &a.demes, 1, 1000},
+    for (auto [key, field, lo, hi] : {std::tuple{"population", &a.population, 2, 100000},
+                                      {"tournament", &a.tournament, 1, 1000},
+                                      {"elitism", &a.elitism, 0, 100000},
+                                      {"demes", &a.demes, 1, 1000},
                                       {"migration_interval", &a.migration_interval, 0, 1000000}}) {
-      if (node[key]) *field = static_cast<int>(Integer(node[key], absl::StrCat("algorithm ", key), lo, hi).value_or(*field));
+      if (node[key])
+        *field = static_cast<int>(
+            Integer(node[key], absl::StrCat("algorithm ", key), lo, hi).value_or(*field));
     }
     for (auto [key, field, lo, hi] : {std::tuple{"crossover_rate", &a.crossover_rate, 0.0, 1.0},
                                       {"mutation_rate", &a.mutation_rate, 0.0, 1.0},
@@ -558,19 +647,26 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
                                       {"perturb", &a.pbt_perturb, 1e-9, 0.999}}) {
       if (!node[key]) continue;
       std::optional<double> v = Number(node[key], absl::StrCat("algorithm ", key));
-      if (v && (*v < lo || *v > hi)) Error(node[key], absl::StrCat("algorithm ", key, " must be between ", lo, " and ", hi));
-      else if (v) *field = *v;
+      if (v && (*v < lo || *v > hi))
+        Error(node[key], absl::StrCat("algorithm ", key, " must be between ", lo, " and ", hi));
+      else if (v)
+        *field = *v;
     }
     if (spec.algorithm.name == "pbt" && !node["population"]) spec.algorithm.population = 8;
     if (spec.algorithm.name == "genetic") {
-      if (a.elitism >= a.population) Error(node["elitism"] ? node["elitism"] : node, "algorithm elitism must be below population");
-      if (a.demes * 2 > a.population) Error(node["demes"] ? node["demes"] : node, "algorithm demes must be at most population / 2");
+      if (a.elitism >= a.population)
+        Error(node["elitism"] ? node["elitism"] : node,
+              "algorithm elitism must be below population");
+      if (a.demes * 2 > a.population)
+        Error(node["demes"] ? node["demes"] : node,
+              "algorithm demes must be at most population / 2");
     }
   }
   const auto& names = algorithms::SamplerNames();
   if (std::find(names.begin(), names.end(), spec.algorithm.name) == names.end()) {
     Error(node.IsMap() && node["name"] ? node["name"] : node,
-          absl::StrCat("unknown algorithm '", spec.algorithm.name, "' (known: ", absl::StrJoin(names, ", "), ")"));
+          absl::StrCat("unknown algorithm '", spec.algorithm.name,
+                       "' (known: ", absl::StrJoin(names, ", "), ")"));
   }
 }
 
@@ -578,25 +674,41 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   if (node.IsScalar()) {
     spec.early_stopping.name = node.Scalar();
   } else if (ExpectMap(node, "early_stopping")) {
-    CheckKeys(node, "early_stopping", {"name", "min_resource", "max_resource", "reduction_factor",
-                                       "brackets", "bootstrap", "grace_steps", "min_trials"});
+    CheckKeys(node, "early_stopping",
+              {"name", "min_resource", "max_resource", "reduction_factor", "brackets", "bootstrap",
+               "grace_steps", "min_trials"});
     auto& e = spec.early_stopping;
     if (node["name"]) e.name = String(node["name"], "early_stopping name").value_or("");
     constexpr int64_t kBig = int64_t{1} << 40;
-    if (node["min_resource"]) e.min_resource = Integer(node["min_resource"], "early_stopping min_resource", 1, kBig).value_or(1);
-    if (node["max_resource"]) e.max_resource = Integer(node["max_resource"], "early_stopping max_resource", 2, kBig).value_or(0);
-    if (node["reduction_factor"]) e.reduction_factor = Integer(node["reduction_factor"], "early_stopping reduction_factor", 2, 100).value_or(3);
-    if (node["brackets"]) e.brackets = static_cast<int>(Integer(node["brackets"], "early_stopping brackets", 1, 20).value_or(3));
-    if (node["bootstrap"]) e.bootstrap = Integer(node["bootstrap"], "early_stopping bootstrap", 0, 1'000'000).value_or(0);
-    if (node["grace_steps"]) e.grace_steps = Integer(node["grace_steps"], "early_stopping grace_steps", 0, kBig).value_or(1);
-    if (node["min_trials"]) e.min_trials = static_cast<int>(Integer(node["min_trials"], "early_stopping min_trials", 1, 100000).value_or(3));
+    if (node["min_resource"])
+      e.min_resource =
+          Integer(node["min_resource"], "early_stopping min_resource", 1, kBig).value_or(1);
+    if (node["max_resource"])
+      e.max_resource =
+          Integer(node["max_resource"], "early_stopping max_resource", 2, kBig).value_or(0);
+    if (node["reduction_factor"])
+      e.reduction_factor =
+          Integer(node["reduction_factor"], "early_stopping reduction_factor", 2, 100).value_or(3);
+    if (node["brackets"])
+      e.brackets =
+          static_cast<int>(Integer(node["brackets"], "early_stopping brackets", 1, 20).value_or(3));
+    if (node["bootstrap"])
+      e.bootstrap =
+          Integer(node["bootstrap"], "early_stopping bootstrap", 0, 1'000'000).value_or(0);
+    if (node["grace_steps"])
+      e.grace_steps =
+          Integer(node["grace_steps"], "early_stopping grace_steps", 0, kBig).value_or(1);
+    if (node["min_trials"])
+      e.min_trials = static_cast<int>(
+          Integer(node["min_trials"], "early_stopping min_trials", 1, 100000).value_or(3));
     if (e.max_resource != 0 && e.max_resource <= e.min_resource) {
       Error(node["max_resource"], "early_stopping max_resource must exceed min_resource");
     }
   }
   const auto& names = algorithms::StopperNames();
   if (std::find(names.begin(), names.end(), spec.early_stopping.name) == names.end()) {
-    Error(node, absl::StrCat("unknown early_stopping '", spec.early_stopping.name, "' (known: ", absl::StrJoin(names, ", "), ")"));
+    Error(node, absl::StrCat("unknown early_stopping '", spec.early_stopping.name,
+                             "' (known: ", absl::StrJoin(names, ", "), ")"));
   }
 }
 
@@ -605,29 +717,41 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     Error(root, "a sweep file must be a mapping with at least parameters, objective and command");
     return;
   }
-  CheckKeys(root, "the sweep", {"name", "parameters", "objective", "command", "pass_params", "env",
-                               "workdir", "budget", "resources", "slurm", "algorithm", "early_stopping",
-                               "seed", "fom_regex", "stop_grace", "stop_signal", "max_retries"});
+  CheckKeys(root, "the sweep",
+            {"name", "parameters", "objective", "command", "pass_params", "env", "workdir",
+             "budget", "resources", "slurm", "algorithm", "early_stopping", "seed", "fom_regex",
+             "stop_grace", "stop_signal", "max_retries"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
-  if (root["parameters"]) Parameters(root["parameters"], spec);
-  else Error(root, "missing parameters (the search space)");
-  if (root["objective"]) Objective_(root["objective"], spec);
-  else Error(root, "missing objective (metric and direction)");
-  if (root["command"]) Command(root["command"], spec);
-  else Error(root, "missing command (the trial program)");
+  if (root["parameters"])
+    Parameters(root["parameters"], spec);
+  else
+    Error(root, "missing parameters (the search space)");
+  if (root["objective"])
+    Objective_(root["objective"], spec);
+  else
+    Error(root, "missing objective (metric and direction)");
+  if (root["command"])
+    Command(root["command"], spec);
+  else
+    Error(root, "missing command (the trial program)");
   if (root["pass_params"]) {
     std::string mode = String(root["pass_params"], "pass_params").value_or("");
-    if (mode == "flags") spec.pass_flags = true;
-    else if (mode != "none") Error(root["pass_params"], "pass_params must be flags or none");
+    if (mode == "flags")
+      spec.pass_flags = true;
+    else if (mode != "none")
+      Error(root["pass_params"], "pass_params must be flags or none");
   }
   if (root["env"] && ExpectMap(root["env"], "env")) {
     for (const auto& kv : root["env"]) {
       std::string key = kv.first.Scalar();
-      if (key.empty() || key.find('=') != std::string::npos) Error(kv.first, absl::StrCat("env: bad variable name '", key, "'"));
-      else if (key.rfind("HPO_", 0) == 0) Error(kv.first, absl::StrCat("env: ", key, " is set by hpod"));
-      else if (auto v = String(kv.second, absl::StrCat("env ", key))) spec.env[key] = *v;
+      if (key.empty() || key.find('=') != std::string::npos)
+        Error(kv.first, absl::StrCat("env: bad variable name '", key, "'"));
+      else if (key.rfind("HPO_", 0) == 0)
+        Error(kv.first, absl::StrCat("env: ", key, " is set by hpod"));
+      else if (auto v = String(kv.second, absl::StrCat("env ", key)))
+        spec.env[key] = *v;
     }
   }
   spec.workdir = base_dir_;
@@ -642,29 +766,40 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);
   if (spec.algorithm.name == "pbt" && spec.budget.max_concurrent > spec.algorithm.population) {
     Error(root["budget"] ? root["budget"] : root,
-          absl::StrCat("pbt trains ", spec.algorithm.population, " members, one segment each at a time: budget.max_concurrent (",
+          absl::StrCat("pbt trains ", spec.algorithm.population,
+                       " members, one segment each at a time: budget.max_concurrent (",
                        spec.budget.max_concurrent, ") must not exceed algorithm population"));
   }
   if (root["early_stopping"]) EarlyStopping(root["early_stopping"], spec);
-  if (root["seed"]) spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));
+  if (root["seed"])
+    spec.seed = static_cast<uint64_t>(Integer(root["seed"], "seed", 0, INT64_MAX).value_or(0));
   spec.fom_regex = kDefaultFomRegex;
   if (root["fom_regex"]) {
     std::string re = String(root["fom_regex"], "fom_regex").value_or("");
     try {
       std::regex compiled(re);
-      if (compiled.mark_count() < 1) Error(root["fom_regex"], "fom_regex needs a capture group ( ) around the number");
+      if (compiled.mark_count() < 1)
+        Error(root["fom_regex"], "fom_regex needs a capture group ( ) around the number");
       spec.fom_regex = re;
     } catch (const std::regex_error& e) {
-      Error(root["fom_regex"], absl::StrCat("fom_regex is not a valid regular expression: ", e.what()));
+      Error(root["fom_regex"],
+            absl::StrCat("fom_regex is not a valid regular expression: ", e.what()));
     }
   }
-  if (root["stop_grace"]) spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(absl::Seconds(10));
+  if (root["stop_grace"])
+    spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(absl::Seconds(10));
   if (root["stop_signal"]) {
     std::string sig = String(root["stop_signal"], "stop_signal").value_or("");
-    if (std::optional<int> n = SignalNumber(sig)) spec.stop_signal = *n;
-    else Error(root["stop_signal"], absl::StrCat("stop_signal must be a signal name like SIGTERM or SIGUSR1, not '", sig, "'"));
+    if (std::optional<int> n = SignalNumber(sig))
+      spec.stop_signal = *n;
+    else
+      Error(root["stop_signal"],
+            absl::StrCat("stop_signal must be a signal name like SIGTERM or SIGUSR1, not '", sig,
+                         "'"));
   }
-  if (root["max_retries"]) spec.max_retries = static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
+  if (root["max_retries"])
+    spec.max_retries =
+        static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
 
   if (!errors_.empty()) return;
   auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);
@@ -674,8 +809,12 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   if (spec.budget.max_trials == 0 && !(*sampler)->Capacity(spec.space) && !spec.budget.wall_time) {
     Error(root["budget"] ? root["budget"] : root,
-          absl::StrCat(spec.algorithm.name, " search never runs out of trials: set budget.max_trials or budget.wall_time"));
+          absl::StrCat(
+              spec.algorithm.name,
+              " search never runs out of trials: set budget.max_trials or budget.wall_time"));
+    return;
   }
+  sampler_ = std::move(*sampler);
 }
 
 }  // namespace
@@ -685,7 +824,8 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
   ParseResult result;
   std::string name = source.empty() ? "<spec>" : source;
   if (yaml.size() > kMaxSpecBytes) {
-    result.errors.push_back(absl::StrCat(name, ": the sweep file is ", yaml.size(), " bytes; at most ", kMaxSpecBytes));
+    result.errors.push_back(
+        absl::StrCat(name, ": the sweep file is ", yaml.size(), " bytes; at most ", kMaxSpecBytes));
     return result;
   }
   Parser parser(name, AbsolutePath(base_dir.empty() ? "." : base_dir));
@@ -703,7 +843,10 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
     parser.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
   }
   result.errors = std::move(parser.errors());
-  if (result.errors.empty()) result.spec = std::move(spec);
+  if (result.errors.empty()) {
+    result.spec = std::move(spec);
+    result.sampler = std::move(parser.sampler());
+  }
   return result;
 }
 

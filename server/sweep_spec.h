@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,21 +16,22 @@
 #include "algorithms/sampler.h"
 #include "algorithms/search_space.h"
 #include "algorithms/stopper.h"
-#include "slurm_backend/backend.h"
+#include "backend/backend.h"
+#include "common/fom_regex.h"
 
 namespace hpo::server {
 
 struct Objective {
   std::string metric;
   algorithms::Direction direction = algorithms::Direction::kMinimize;
-  std::optional<double> goal;   // the sweep ends GOAL_REACHED when a trial reaches it
-  bool use_best = false;        // false: a trial's objective is its last value; true: its best
+  std::optional<double> goal;  // the sweep ends GOAL_REACHED when a trial reaches it
+  bool use_best = false;       // false: a trial's objective is its last value; true: its best
 };
 
 struct Budget {
-  int64_t max_trials = 0;       // 0: the sampler's capacity (grid) — random needs a bound
+  int64_t max_trials = 0;  // 0: the sampler's capacity (grid) — random needs a bound
   int64_t max_concurrent = 1;
-  int64_t max_failed = 10;      // the sweep ends FAILED when this many trials failed; 0: never
+  int64_t max_failed = 10;  // the sweep ends FAILED when this many trials failed; 0: never
   std::optional<absl::Duration> wall_time;
 };
 
@@ -41,21 +43,21 @@ struct SweepSpec {
   Objective objective;
   std::vector<std::string> command;  // argv template, or one shell line when command_is_shell
   bool command_is_shell = false;
-  bool pass_flags = false;           // append --name=value for every parameter
+  bool pass_flags = false;  // append --name=value for every parameter
   std::map<std::string, std::string> env;
-  std::string workdir;               // absolute
+  std::string workdir;  // absolute
   Budget budget;
-  backend::Resources resources;      // per trial; gpus from gpus_param when that is set
-  std::string gpus_param;            // `gpus: "{name}"`: each trial's GPU count is that parameter
-  std::vector<int> gpu_options;      // the GPU counts a trial may ask for, ascending
-  backend::Placement placement;      // the `slurm:` section
+  backend::Resources resources;  // per trial; gpus from gpus_param when that is set
+  std::string gpus_param;        // `gpus: "{name}"`: each trial's GPU count is that parameter
+  std::vector<int> gpu_options;  // the GPU counts a trial may ask for, ascending
+  backend::Placement placement;  // the `slurm:` section
   algorithms::AlgorithmSpec algorithm;
   algorithms::StopperSpec early_stopping;
   uint64_t seed = 0;
-  std::string fom_regex;             // for `hpo exec`; group 1 is the value
+  std::string fom_regex;  // for `hpo exec`; group 1 is the value
   absl::Duration stop_grace = absl::Seconds(10);
-  int stop_signal = 15;              // SIGTERM; what a stopped trial gets before the grace period
-  int max_retries = 2;               // retries of trials the infrastructure lost
+  int stop_signal = 15;  // SIGTERM; what a stopped trial gets before the grace period
+  int max_retries = 2;   // retries of trials the infrastructure lost
 
   // The argv of one trial: placeholders filled, flags appended.
   // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch),
@@ -77,12 +79,13 @@ struct SweepSpec {
 
 struct ParseResult {
   std::optional<SweepSpec> spec;
+  // The spec's sampler, built once while checking the spec; set with `spec`.
+  std::unique_ptr<algorithms::Sampler> sampler;
   std::vector<std::string> errors;
 };
 
 inline constexpr size_t kMaxSpecBytes = 1 << 20;
 inline constexpr size_t kMaxParameters = 256;
-inline constexpr const char* kDefaultFomRegex = R"(FoM:\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)))";
 
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
                            const std::string& base_dir);

@@ -11,8 +11,7 @@ namespace hpo::server {
 
 std::vector<std::string> SweepSpec::RenderCommand(const algorithms::Params& params,
                                                   int64_t trial_id, int64_t trial_number,
-                                                  int64_t sweep_id,
-                                                  const std::string& trial_dir,
+                                                  int64_t sweep_id, const std::string& trial_dir,
                                                   const std::string& checkpoint_in) const {
   auto lookup = [&](const std::string& key) -> std::string {
     if (key == "trial_id") return std::to_string(trial_id);
@@ -46,7 +45,8 @@ std::vector<std::string> SweepSpec::RenderCommand(const algorithms::Params& para
   if (command_is_shell) {
     std::string line = render(command[0], true);
     if (pass_flags) {
-      for (const auto& [k, v] : params) line += " " + ShellQuote("--" + k + "=" + algorithms::FormatValue(v));
+      for (const auto& [k, v] : params)
+        line += " " + ShellQuote("--" + k + "=" + algorithms::FormatValue(v));
     }
     return {"/bin/sh", "-c", line};
   }
@@ -70,32 +70,40 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
   std::vector<std::string> names;
   for (const auto& p : space.params) names.push_back(p.name);
   absl::StrAppend(&out, absl::StrJoin(names, ", "), ")\n");
-  absl::StrAppend(&out, "objective: ", objective.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ",
-                  objective.metric, objective.use_best ? " (best value)" : " (last value)");
+  absl::StrAppend(
+      &out, "objective: ",
+      objective.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ",
+      objective.metric, objective.use_best ? " (best value)" : " (last value)");
   if (objective.goal) absl::StrAppend(&out, ", goal ", *objective.goal);
   absl::StrAppend(&out, "\nalgorithm: ", sampler.Name());
   if (auto cap = sampler.Capacity(space)) {
     absl::StrAppend(&out, " (", *cap, " grid points");
     if (budget.max_trials > 0 && budget.max_trials < *cap) {
-      absl::StrAppend(&out, "; max_trials ", budget.max_trials, " runs only the first ", budget.max_trials);
+      absl::StrAppend(&out, "; max_trials ", budget.max_trials, " runs only the first ",
+                      budget.max_trials);
     }
     absl::StrAppend(&out, ")");
   }
+  absl::StrAppend(&out, "\nearly stopping: ", early_stopping.name);
   int64_t limit = TrialLimit(sampler);
-  absl::StrAppend(&out, "\ntrials: ", limit > 0 ? std::to_string(limit) : "until wall_time",
-                  ", ", budget.max_concurrent, " at a time");
-  if (budget.wall_time) absl::StrAppend(&out, ", wall time ", absl::FormatDuration(*budget.wall_time));
-  std::string gpus = gpus_param.empty()
-                         ? std::to_string(resources.gpus)
-                         : absl::StrCat(absl::StrJoin(gpu_options, "/"), " (parameter ", gpus_param, ")");
-  absl::StrAppend(&out, "\nresources per trial: ", gpus, " GPU(s) per node, ", resources.cpus, " CPU(s) per task");
+  absl::StrAppend(&out, "\ntrials: ", limit > 0 ? std::to_string(limit) : "until wall_time", ", ",
+                  budget.max_concurrent, " at a time");
+  if (budget.wall_time)
+    absl::StrAppend(&out, ", wall time ", absl::FormatDuration(*budget.wall_time));
+  std::string gpus = gpus_param.empty() ? std::to_string(resources.gpus)
+                                        : absl::StrCat(absl::StrJoin(gpu_options, "/"),
+                                                       " (parameter ", gpus_param, ")");
+  absl::StrAppend(&out, "\nresources per trial: ", gpus, " GPU(s) per node, ", resources.cpus,
+                  " CPU(s) per task");
   if (resources.nodes > 1 || resources.tasks_per_node > 1) {
-    absl::StrAppend(&out, ", ", resources.nodes, " node(s) x ", resources.tasks_per_node, " task(s)");
+    absl::StrAppend(&out, ", ", resources.nodes, " node(s) x ", resources.tasks_per_node,
+                    " task(s)");
   }
   if (placement.mode == "steps") {
     const backend::AllocationShape& a = placement.allocation;
-    absl::StrAppend(&out, "\nslurm steps mode (with --backend slurm): up to ", a.max, " allocation(s) of ",
-                    a.nodes, " node(s) x ", a.gpus_per_node, " GPU(s), ", a.cpus_per_node, " CPU(s)");
+    absl::StrAppend(&out, "\nslurm steps mode (with --backend slurm): up to ", a.max,
+                    " allocation(s) of ", a.nodes, " node(s) x ", a.gpus_per_node, " GPU(s), ",
+                    a.cpus_per_node, " CPU(s)");
   } else {
     absl::StrAppend(&out, "\nslurm jobs mode (with --backend slurm): one batch job per trial");
   }
@@ -108,7 +116,8 @@ backend::Resources SweepSpec::TrialResources(const algorithms::Params& params) c
   if (!gpus_param.empty()) {
     auto it = params.find(gpus_param);
     if (it != params.end()) {
-      if (std::optional<double> v = algorithms::NumericValue(it->second)) r.gpus = static_cast<int>(*v);
+      if (std::optional<double> v = algorithms::NumericValue(it->second))
+        r.gpus = static_cast<int>(*v);
     }
   }
   return r;

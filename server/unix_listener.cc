@@ -31,7 +31,8 @@ absl::StatusOr<std::unique_ptr<UnixListener>> UnixListener::Bind(const std::stri
   if (rc != 0 || ::listen(fd, 512) != 0) {
     int err = errno;
     ::close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", path, ": ", std::strerror(err)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", path, ": ", std::strerror(err)));
   }
   int stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   return std::unique_ptr<UnixListener>(new UnixListener(fd, stop_fd, path));
@@ -65,7 +66,8 @@ void UnixListener::Loop(uid_t allowed_uid) {
     }
     if (fds[1].revents != 0) return;
     while (true) {
-      int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);  // gRPC wants it so
+      int conn =
+          ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);  // gRPC wants it so
       if (conn < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
           spdlog::warn("unix socket: accept: {}", std::strerror(errno));
@@ -74,10 +76,12 @@ void UnixListener::Loop(uid_t allowed_uid) {
       }
       ucred peer{};
       socklen_t len = sizeof(peer);
-      if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != allowed_uid) {
+      if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 ||
+          peer.uid != allowed_uid) {
         ++refused_;
-        spdlog::warn("unix socket: refused a connection from uid {} pid {} (only uid {} may connect)",
-                     peer.uid, peer.pid, allowed_uid);
+        spdlog::warn(
+            "unix socket: refused a connection from uid {} pid {} (only uid {} may connect)",
+            peer.uid, peer.pid, allowed_uid);
         ::close(conn);
         continue;
       }

@@ -23,17 +23,19 @@ namespace hpo::server {
 class UnixListener {
  public:
   // Binds and listens on `path` (an old socket file there is replaced).
-  static absl::StatusOr<std::unique_ptr<UnixListener>> Bind(const std::string& path);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<UnixListener>> Bind(const std::string& path);
   ~UnixListener();
   UnixListener(const UnixListener&) = delete;
   UnixListener& operator=(const UnixListener&) = delete;
 
   // Hands every connection from `allowed_uid` to `acceptor` (whose server must be started).
-  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor, uid_t allowed_uid);
+  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor,
+             uid_t allowed_uid);
   int refused() const { return refused_.load(); }
 
  private:
-  UnixListener(int fd, int stop_fd, std::string path) : fd_(fd), stop_fd_(stop_fd), path_(std::move(path)) {}
+  UnixListener(int fd, int stop_fd, std::string path)
+      : fd_(fd), stop_fd_(stop_fd), path_(std::move(path)) {}
   void Loop(uid_t allowed_uid);
   int fd_, stop_fd_;
   std::string path_;

@@ -12,15 +12,15 @@
 // Exported by libslurm 22.05 but not declared in its header.
 extern "C" void slurm_free_will_run_response_msg(will_run_response_msg_t* msg);
 
-namespace hpo::backend {
+namespace hpo::slurm {
 namespace {
 
 absl::Status SlurmError(absl::string_view what) {
   int err = slurm_get_errno();
   std::string msg = absl::StrCat(what, ": ", slurm_strerror(err));
-  if (err == SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR || err == SLURMCTLD_COMMUNICATIONS_SEND_ERROR ||
-      err == SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR || err == SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT ||
-      err == SLURM_COMMUNICATIONS_CONNECTION_ERROR) {
+  if (err == SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR ||
+      err == SLURMCTLD_COMMUNICATIONS_SEND_ERROR || err == SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR ||
+      err == SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT || err == SLURM_COMMUNICATIONS_CONNECTION_ERROR) {
     return absl::UnavailableError(msg);
   }
   return absl::InvalidArgumentError(msg);
@@ -28,19 +28,31 @@ absl::Status SlurmError(absl::string_view what) {
 
 JobState FromSlurm(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
-    case JOB_PENDING: return JobState::kPending;
+    case JOB_PENDING:
+      return JobState::kPending;
     case JOB_RUNNING:
-    case JOB_SUSPENDED: return JobState::kRunning;
-    case JOB_COMPLETE: return JobState::kCompleted;
-    case JOB_CANCELLED: return JobState::kCancelled;
-    case JOB_FAILED: return JobState::kFailed;
-    case JOB_TIMEOUT: return JobState::kTimeout;
-    case JOB_NODE_FAIL: return JobState::kNodeFail;
-    case JOB_PREEMPTED: return JobState::kPreempted;
-    case JOB_BOOT_FAIL: return JobState::kBootFail;
-    case JOB_DEADLINE: return JobState::kDeadline;
-    case JOB_OOM: return JobState::kOutOfMemory;
-    default: return JobState::kOther;
+    case JOB_SUSPENDED:
+      return JobState::kRunning;
+    case JOB_COMPLETE:
+      return JobState::kCompleted;
+    case JOB_CANCELLED:
+      return JobState::kCancelled;
+    case JOB_FAILED:
+      return JobState::kFailed;
+    case JOB_TIMEOUT:
+      return JobState::kTimeout;
+    case JOB_NODE_FAIL:
+      return JobState::kNodeFail;
+    case JOB_PREEMPTED:
+      return JobState::kPreempted;
+    case JOB_BOOT_FAIL:
+      return JobState::kBootFail;
+    case JOB_DEADLINE:
+      return JobState::kDeadline;
+    case JOB_OOM:
+      return JobState::kOutOfMemory;
+    default:
+      return JobState::kOther;
   }
 }
 
@@ -86,7 +98,9 @@ class Desc {
   job_desc_msg_t* get() { return &d_; }
 
  private:
-  static char* Str(const std::string& s) { return s.empty() ? nullptr : const_cast<char*>(s.c_str()); }
+  static char* Str(const std::string& s) {
+    return s.empty() ? nullptr : const_cast<char*>(s.c_str());
+  }
   job_desc_msg_t d_;
   std::vector<char*> env_;
   std::string tres_;
@@ -109,14 +123,16 @@ class LibSlurm final : public SlurmApi {
   absl::Status WillRun(const JobRequest& req) override {
     Desc desc(req);
     will_run_response_msg_t* resp = nullptr;  // (slurm_job_will_run would print to stderr)
-    if (slurm_job_will_run2(desc.get(), &resp) != SLURM_SUCCESS) return SlurmError("Slurm refuses the trial's job");
+    if (slurm_job_will_run2(desc.get(), &resp) != SLURM_SUCCESS)
+      return SlurmError("Slurm refuses the trial's job");
     slurm_free_will_run_response_msg(resp);
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<JobStatus>> QueryMine() override {
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job_user(&msg, ::getuid(), SHOW_ALL) != SLURM_SUCCESS) return SlurmError("squeue");
+    if (slurm_load_job_user(&msg, ::getuid(), SHOW_ALL) != SLURM_SUCCESS)
+      return SlurmError("squeue");
     std::vector<JobStatus> out;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
       const slurm_job_info_t& j = msg->job_array[i];
@@ -140,13 +156,15 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status Cancel(uint32_t job_id) override {
-    if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS) return SlurmError(absl::StrCat("scancel ", job_id));
+    if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS)
+      return SlurmError(absl::StrCat("scancel ", job_id));
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<StepStatus>> QuerySteps() override {
     job_step_info_response_msg_t* msg = nullptr;
-    if (slurm_get_job_steps(0, NO_VAL, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS) return SlurmError("squeue -s");
+    if (slurm_get_job_steps(0, NO_VAL, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS)
+      return SlurmError("squeue -s");
     std::vector<StepStatus> out;
     for (uint32_t i = 0; i < msg->job_step_count; ++i) {
       const job_step_info_t& st = msg->job_steps[i];
@@ -191,6 +209,8 @@ class LibSlurm final : public SlurmApi {
 
 }  // namespace
 
-std::unique_ptr<SlurmApi> MakeLibSlurm(const std::string& conf) { return std::make_unique<LibSlurm>(conf); }
+std::unique_ptr<SlurmApi> MakeLibSlurm(const std::string& conf) {
+  return std::make_unique<LibSlurm>(conf);
+}
 
-}  // namespace hpo::backend
+}  // namespace hpo::slurm

@@ -13,11 +13,11 @@
 
 #include "absl/status/statusor.h"
 
-namespace hpo::backend {
+namespace hpo::slurm {
 
 struct JobRequest {
   std::string name;
-  std::string script;                    // starts with #!
+  std::string script;  // starts with #!
   std::string workdir;
   std::string stdout_path, stderr_path;
   std::vector<std::string> environment;  // KEY=VALUE
@@ -26,14 +26,26 @@ struct JobRequest {
   int cpus_per_task = 1;
   int gpus_per_node = 0;
   std::string partition, account, qos, constraint, reservation;
-  uint32_t time_limit_minutes = 0;       // 0: the partition's default
-  int64_t memory_mb = 0;                 // per node; 0: the site's default
+  uint32_t time_limit_minutes = 0;  // 0: the partition's default
+  int64_t memory_mb = 0;            // per node; 0: the site's default
   bool exclusive = false;
   std::string comment, licenses;
 };
 
-enum class JobState { kPending, kRunning, kCompleted, kFailed, kCancelled, kTimeout, kNodeFail,
-                      kPreempted, kBootFail, kDeadline, kOutOfMemory, kOther };
+enum class JobState {
+  kPending,
+  kRunning,
+  kCompleted,
+  kFailed,
+  kCancelled,
+  kTimeout,
+  kNodeFail,
+  kPreempted,
+  kBootFail,
+  kDeadline,
+  kOutOfMemory,
+  kOther
+};
 
 struct JobStatus {
   uint32_t job_id = 0;
@@ -53,20 +65,20 @@ struct StepStatus {
 class SlurmApi {
  public:
   virtual ~SlurmApi() = default;
-  virtual absl::StatusOr<uint32_t> Submit(const JobRequest& req) = 0;
+  [[nodiscard]] virtual absl::StatusOr<uint32_t> Submit(const JobRequest& req) = 0;
   // Checks a request without submitting it (slurm_job_will_run).
-  virtual absl::Status WillRun(const JobRequest& req) = 0;
+  [[nodiscard]] virtual absl::Status WillRun(const JobRequest& req) = 0;
   // The current user's jobs, in one call.
-  virtual absl::StatusOr<std::vector<JobStatus>> QueryMine() = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<JobStatus>> QueryMine() = 0;
   // Sends `signal` to every step of the job, the batch script included.
-  virtual absl::Status Signal(uint32_t job_id, int signal) = 0;
-  virtual absl::Status Cancel(uint32_t job_id) = 0;
+  [[nodiscard]] virtual absl::Status Signal(uint32_t job_id, int signal) = 0;
+  [[nodiscard]] virtual absl::Status Cancel(uint32_t job_id) = 0;
   // Every job step slurmctld knows of, in one call (steps being set up are left out).
-  virtual absl::StatusOr<std::vector<StepStatus>> QuerySteps() = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<StepStatus>> QuerySteps() = 0;
   // Sends `signal` to the step's tasks only.
-  virtual absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) = 0;
+  [[nodiscard]] virtual absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) = 0;
   // Ends the step (what `scancel J.S` does).
-  virtual absl::Status CancelStep(uint32_t job_id, uint32_t step_id) = 0;
+  [[nodiscard]] virtual absl::Status CancelStep(uint32_t job_id, uint32_t step_id) = 0;
   // "n[1-3],gpu7" -> n1 n2 n3 gpu7.
   virtual std::vector<std::string> ExpandHostlist(const std::string& list) = 0;
 };
@@ -74,4 +86,4 @@ class SlurmApi {
 // The real thing. `conf`: path of slurm.conf, or "" for $SLURM_CONF / the default.
 std::unique_ptr<SlurmApi> MakeLibSlurm(const std::string& conf);
 
-}  // namespace hpo::backend
+}  // namespace hpo::slurm

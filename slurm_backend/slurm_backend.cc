@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,13 +19,22 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/files.h"
+#include "common/layout.h"
 #include "common/shell_quote.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 extern char** environ;
 
-namespace hpo::backend {
+namespace hpo::slurm {
+
+using backend::BackendEvent;
+using backend::ExitRecord;
+using backend::LaunchSpec;
+using backend::Placement;
+using backend::Resources;
+using backend::TrialProcess;
+
 namespace {
 
 // What hpod passes on of its own environment: not what Slurm sets for each job and step (hpod
@@ -35,28 +44,10 @@ bool InheritForSlurm(absl::string_view key) {
   return !absl::StartsWith(key, "SLURM_") && key != "CUDA_VISIBLE_DEVICES";
 }
 
-// The last `max` bytes of a file.
-std::string Tail(const std::string& path, size_t max) {
-  std::string out;
-  FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return out;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long size = std::ftell(f);
-    if (size > static_cast<long>(max)) std::fseek(f, size - static_cast<long>(max), SEEK_SET);
-    else std::fseek(f, 0, SEEK_SET);
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
-
 // Each task of a step that asks for GPUs records them before it execs the trial's command: Slurm
 // picks a step's GPUs and tells only the step (SLURM_STEP_GPUS: the node's indices; else
 // CUDA_VISIBLE_DEVICES). One file per task in the trial directory ($0); a failed write (a trial
 // directory the node cannot see) is ignored.
-constexpr char kGpuRecordPrefix[] = ".hpo-gpus.";
 constexpr char kGpuRecordScript[] =
     "{ echo \"${SLURM_STEP_GPUS:-$CUDA_VISIBLE_DEVICES}\" "
     "> \"$0/.hpo-gpus.$SLURMD_NODENAME.$SLURM_PROCID\"; } 2>/dev/null; exec \"$@\"";
@@ -69,51 +60,56 @@ std::string RecordedGpus(const std::string& dir, int* files) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
-    if (!absl::StartsWith(name, kGpuRecordPrefix)) continue;
-    std::string rest = name.substr(sizeof(kGpuRecordPrefix) - 1);
+    if (!absl::StartsWith(name, layout::kGpuRecordPrefix)) continue;
+    std::string rest = name.substr(sizeof(layout::kGpuRecordPrefix) - 1);
     std::string node = rest.substr(0, rest.rfind('.'));
     absl::StatusOr<std::string> text = ReadFile(entry.path().string());
     if (!text.ok() || node.empty()) continue;
     ++*files;
-    for (absl::string_view g : absl::StrSplit(absl::StripAsciiWhitespace(*text), ',', absl::SkipEmpty())) {
+    for (absl::string_view g :
+         absl::StrSplit(absl::StripAsciiWhitespace(*text), ',', absl::SkipEmpty())) {
       int index = 0;
       if (absl::SimpleAtoi(g, &index)) by_node[node].insert(index);
     }
   }
   std::vector<std::string> parts;
-  for (const auto& [node, gpus] : by_node) parts.push_back(absl::StrCat(node, ":", absl::StrJoin(gpus, ",")));
+  for (const auto& [node, gpus] : by_node)
+    parts.push_back(absl::StrCat(node, ":", absl::StrJoin(gpus, ",")));
   return absl::StrJoin(parts, " ");
-}
-
-// The sweep's `slurm:` settings that any job hpod submits carries (a trial's job or a holder).
-void ApplyPlacement(const Placement& p, JobRequest& r) {
-  r.partition = p.partition;
-  r.account = p.account;
-  r.qos = p.qos;
-  r.constraint = p.constraint;
-  r.reservation = p.reservation;
-  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
-  r.exclusive = p.exclusive;
-  r.comment = p.comment;
-  r.licenses = p.licenses;
 }
 
 }  // namespace
 
 SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options)
-    : api_(std::move(api)), clock_(clock), options_(std::move(options)) {}
+    : api_(std::move(api)),
+      clock_(clock),
+      options_(std::move(options)),
+      pool_(*api_, clock_, options_.instance) {}
 
 SlurmBackend::~SlurmBackend() {
   for (auto& [trial_id, step] : steps_) {
-    if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
-    if (!step.process.adopted || IsTrialProcess(step.process.pid, trial_id)) ::kill(-step.process.pid, SIGKILL);
+    if (step.step_id) CancelStep(trial_id, step.job_id, *step.step_id);
+    if (!step.process.adopted || backend::IsTrialProcess(step.process.pid, trial_id)) {
+      ::kill(-step.process.pid, SIGKILL);
+    }
   }
   for (auto& [trial_id, step] : steps_) {
     int status = 0;
     if (!step.process.adopted) ::waitpid(step.process.pid, &status, 0);
   }
-  for (auto& [job_id, a] : allocs_) {
-    if (!a.gone && !a.external) (void)api_->Cancel(job_id);
+  // The pool cancels the allocations as it goes.
+}
+
+void SlurmBackend::CancelStep(int64_t trial_id, uint32_t job_id, uint32_t step_id) {
+  if (absl::Status s = api_->CancelStep(job_id, step_id); !s.ok()) {
+    spdlog::warn("trial {}: cannot cancel Slurm step {}.{}: {}", trial_id, job_id, step_id,
+                 s.ToString());
+  }
+}
+
+void SlurmBackend::CancelJob(int64_t trial_id, uint32_t job_id) {
+  if (absl::Status s = api_->Cancel(job_id); !s.ok()) {
+    spdlog::warn("trial {}: cannot cancel Slurm job {}: {}", trial_id, job_id, s.ToString());
   }
 }
 
@@ -130,8 +126,9 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   for (const auto& a : spec.argv) r.script += " " + ShellQuote(a);
   r.script += "\n";
   r.workdir = spec.workdir;
-  r.stdout_path = spec.trial_dir + "/stdout.log";
-  r.stderr_path = spec.trial_dir + "/stderr.log";
+  const layout::TrialDir dir(spec.trial_dir);
+  r.stdout_path = dir.stdout_log();
+  r.stderr_path = dir.stderr_log();
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv(*e);
@@ -152,27 +149,14 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
 }
 
 JobRequest SlurmBackend::AllocationRequest(int64_t sweep_id, const Placement& p) const {
-  const AllocationShape& a = p.allocation;
-  JobRequest r;
-  r.name = absl::StrCat("hpo-alloc-", options_.instance, "-", sweep_id);
-  r.script = absl::StrCat("#!/bin/sh\n# hpod holds this allocation for sweep ", sweep_id,
-                          "; the sweep's trials run in it as job steps.\nexec sleep infinity\n");
-  r.workdir = "/tmp";
-  r.stdout_path = r.stderr_path = "/dev/null";
-  const char* path = std::getenv("PATH");
-  r.environment = {absl::StrCat("PATH=", path != nullptr ? path : "/usr/bin:/bin")};
-  // One-CPU tasks, so that steps may split each node's CPUs any way they like.
-  r.nodes = a.nodes;
-  r.tasks_per_node = a.cpus_per_node;
-  r.cpus_per_task = 1;
-  r.gpus_per_node = a.gpus_per_node;
-  r.memory_mb = a.memory_mb;
-  ApplyPlacement(p, r);
-  return r;
+  return slurm::AllocationRequest(absl::StrCat("hpo-alloc-", options_.instance, "-", sweep_id),
+                                  sweep_id, p);
 }
 
-std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id, const std::vector<std::string>& nodes,
-                                                const LaunchSpec& spec, int64_t mem_per_cpu_mb) const {
+std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
+                                                const std::vector<std::string>& nodes,
+                                                const LaunchSpec& spec,
+                                                int64_t mem_per_cpu_mb) const {
   const Resources& r = spec.resources;
   std::vector<std::string> argv = {
       options_.srun,
@@ -211,8 +195,9 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
     req.environment = {"HPO_PROBE=1"};
     return api_->WillRun(req);
   }
-  const AllocationShape& a = p.allocation;
-  if (r.nodes > a.nodes || r.gpus > a.gpus_per_node || r.cpus * r.tasks_per_node > a.cpus_per_node) {
+  const backend::AllocationShape& a = p.allocation;
+  if (r.nodes > a.nodes || r.gpus > a.gpus_per_node ||
+      r.cpus * r.tasks_per_node > a.cpus_per_node) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a trial (", r.nodes, " node(s), ", r.gpus, " GPU(s) and ", r.cpus * r.tasks_per_node,
         " CPU(s) per node) does not fit in the sweep's allocation (", a.nodes, " node(s), ",
@@ -222,56 +207,25 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
     absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
     if (!mine.ok()) return mine.status();
     for (const JobStatus& j : *mine) {
-      if (j.job_id == a.job && (j.state == JobState::kRunning || j.state == JobState::kPending)) return absl::OkStatus();
+      if (j.job_id == a.job && (j.state == JobState::kRunning || j.state == JobState::kPending))
+        return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(absl::StrCat("slurm allocation job ", a.job,
-                                                   " is not a pending or running job of yours"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("slurm allocation job ", a.job, " is not a pending or running job of yours"));
   }
   JobRequest req = AllocationRequest(0, p);
   absl::Status s = api_->WillRun(req);
   if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("the sweep's allocation (", a.nodes, " node(s) with ",
-                                               a.gpus_per_node, " GPU(s) and ", a.cpus_per_node,
-                                               " CPU(s) each): ", s.message()));
+    return absl::Status(s.code(), absl::StrCat("the sweep's allocation (", a.nodes,
+                                               " node(s) with ", a.gpus_per_node, " GPU(s) and ",
+                                               a.cpus_per_node, " CPU(s) each): ", s.message()));
   }
   return s;
 }
 
-std::optional<std::vector<int>> SlurmBackend::PickNodes(const Allocation& a, const Resources& r) {
-  if (!a.running || a.gone) return std::nullopt;
-  int cpus = r.cpus * r.tasks_per_node;
-  std::vector<int> fit;
-  for (int i = 0; i < static_cast<int>(a.nodes.size()); ++i) {
-    if (a.free_gpus[static_cast<size_t>(i)] >= r.gpus && a.free_cpus[static_cast<size_t>(i)] >= cpus) fit.push_back(i);
-  }
-  if (static_cast<int>(fit.size()) < r.nodes) return std::nullopt;
-  // Best fit: the nodes with the fewest GPUs (then CPUs) left, so that large holes stay whole.
-  std::stable_sort(fit.begin(), fit.end(), [&](int x, int y) {
-    auto key = [&](int i) { return std::pair(a.free_gpus[static_cast<size_t>(i)], a.free_cpus[static_cast<size_t>(i)]); };
-    return key(x) < key(y);
-  });
-  fit.resize(static_cast<size_t>(r.nodes));
-  std::sort(fit.begin(), fit.end());
-  return fit;
-}
-
-SlurmBackend::Allocation* SlurmBackend::FindRoom(int64_t sweep_id, const Resources& r,
-                                                 std::vector<int>* nodes) {
-  for (auto& [job_id, a] : allocs_) {
-    if (a.sweep_id != sweep_id) continue;
-    if (std::optional<std::vector<int>> picked = PickNodes(a, r)) {
-      if (nodes != nullptr) *nodes = std::move(*picked);
-      return &a;
-    }
-  }
-  return nullptr;
-}
-
 bool SlurmBackend::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
   if (p.mode == "jobs") return true;  // Slurm queues the job
-  if (FindRoom(sweep_id, r, nullptr) != nullptr) return true;
-  demand_[sweep_id] = p;
-  return false;
+  return pool_.CanPlace(sweep_id, r, p);
 }
 
 absl::Status SlurmBackend::Launch(const LaunchSpec& spec) {
@@ -294,50 +248,45 @@ absl::Status SlurmBackend::LaunchJob(const LaunchSpec& spec) {
 }
 
 absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
-  std::vector<int> picked;
-  Allocation* a = FindRoom(spec.sweep_id, spec.resources, &picked);
-  if (a == nullptr) return absl::ResourceExhaustedError("no room for the trial in the sweep's allocations");
-  std::vector<std::string> nodes;
-  for (int i : picked) nodes.push_back(a->nodes[static_cast<size_t>(i)]);
-  const AllocationShape& shape = a->placement.allocation;
-  int64_t mem_per_cpu = shape.memory_mb > 0 ? shape.memory_mb / std::max(1, shape.cpus_per_node) : 0;
-  SpawnSpec spawn;
-  spawn.argv = StepArgv(a->job_id, nodes, spec, mem_per_cpu);
+  std::optional<AllocationPool::Placed> placed =
+      pool_.Place(spec.trial_id, spec.sweep_id, spec.resources);
+  if (!placed) {
+    return absl::ResourceExhaustedError("no room for the trial in the sweep's allocations");
+  }
+  const layout::TrialDir dir(spec.trial_dir);
+  backend::SpawnSpec spawn;
+  spawn.argv = StepArgv(placed->job_id, placed->nodes, spec, placed->mem_per_cpu_mb);
   spawn.env = spec.env;
   spawn.inherit = InheritForSlurm;
   spawn.workdir = spec.workdir;
-  spawn.stdout_path = spec.trial_dir + "/stdout.log";
-  spawn.stderr_path = spec.trial_dir + "/stderr.log";
+  spawn.stdout_path = dir.stdout_log();
+  spawn.stderr_path = dir.stderr_log();
   spawn.shim = options_.shim;
   spawn.env["HPO_TRIAL_ID"] = std::to_string(spec.trial_id);  // how a restart knows it again
   spawn.shim_dir = spec.trial_dir;
-  absl::StatusOr<Spawned> spawned = Spawn(spawn);
-  if (!spawned.ok()) return spawned.status();
-  if (spawned->exec_errno != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
+  absl::StatusOr<backend::Spawned> spawned = backend::Spawn(spawn);
+  if (spawned.ok() && spawned->exec_errno != 0) {
+    spawned = absl::UnavailableError(
+        absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
+  }
+  if (!spawned.ok()) {
+    pool_.Release(spec.trial_id, clock_.Now());
+    return spawned.status();
   }
   Step step;
   step.trial_id = spec.trial_id;
-  step.job_id = a->job_id;
+  step.sweep_id = spec.sweep_id;
+  step.job_id = placed->job_id;
   step.process.pid = spawned->pid;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
-  step.nodes = nodes;
-  step.node_index = picked;
-  step.gpus = spec.resources.gpus;
-  step.cpus = spec.resources.cpus * spec.resources.tasks_per_node;
-  step.nodelist = absl::StrJoin(nodes, ",");
+  step.nodelist = absl::StrJoin(placed->nodes, ",");
   step.stderr_path = spawn.stderr_path;
   step.launched = clock_.Now();
   step.stop_signal = spec.stop_signal;
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
   step.gpus_checked = step.launched;
-  for (int i : picked) {
-    a->free_gpus[static_cast<size_t>(i)] -= step.gpus;
-    a->free_cpus[static_cast<size_t>(i)] -= step.cpus;
-  }
-  ++a->steps;
   watcher_.Watch(step.process.pid);
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   e.backend_id = StepBackendId(step);
@@ -347,7 +296,8 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
 }
 
 std::string SlurmBackend::StepBackendId(const Step& s) const {
-  return absl::StrCat("slurm:job=", s.job_id, " step=", s.step_id ? std::to_string(*s.step_id) : "pending",
+  return absl::StrCat("slurm:job=", s.job_id,
+                      " step=", s.step_id ? std::to_string(*s.step_id) : "pending",
                       " nodes=", s.nodelist);
 }
 
@@ -364,7 +314,8 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
     return absl::OkStatus();
   }
   auto it = jobs_.find(trial_id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
+  if (it == jobs_.end())
+    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
   Job& job = it->second;
   if (job.stop_requested) return absl::OkStatus();
   job.stop_requested = true;
@@ -374,33 +325,9 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
   return s;
 }
 
-void SlurmBackend::SweepEnded(int64_t sweep_id) {
-  ended_sweeps_.insert(sweep_id);
-  demand_.erase(sweep_id);
-  retry_submit_at_.erase(sweep_id);
-  for (auto it = allocs_.begin(); it != allocs_.end();) {
-    auto next = std::next(it);
-    if (it->second.sweep_id == sweep_id && it->second.steps == 0) ReleaseAllocation(it, "the sweep ended");
-    it = next;
-  }
-}
-
-void SlurmBackend::ReleaseAllocation(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
-  Allocation& a = it->second;
-  if (!a.gone && !a.external) {
-    spdlog::info("sweep {}: releasing Slurm allocation {} ({})", a.sweep_id, a.job_id, why);
-    if (absl::Status s = api_->Cancel(a.job_id); !s.ok()) {
-      spdlog::warn("sweep {}: cannot cancel allocation {}: {}", a.sweep_id, a.job_id, s.ToString());
-    }
-  }
-  allocs_.erase(it);
-}
-
 std::string SlurmBackend::Describe() const {
-  int running = 0;
-  for (const auto& [id, a] : allocs_) running += a.running && !a.gone;
-  return absl::StrCat("slurm: ", allocs_.size(), " allocation(s) held (", running, " running), ",
-                      steps_.size(), " step(s), ", jobs_.size(), " job(s)");
+  return absl::StrCat("slurm: ", pool_.Describe(), ", ", steps_.size(), " step(s), ", jobs_.size(),
+                      " job(s)");
 }
 
 std::vector<BackendEvent> SlurmBackend::Poll() {
@@ -411,7 +338,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   for (const auto& [id, job] : jobs_) stopping |= job.stop_requested;
   absl::Duration interval =
       start < fast_until_ || stopping ? options_.fast_query_interval : options_.query_interval;
-  if ((!jobs_.empty() || !allocs_.empty() || !swept_leftovers_) && start - last_query_ >= interval) {
+  if ((!jobs_.empty() || !pool_.empty() || !swept_leftovers_) && start - last_query_ >= interval) {
     last_query_ = start;
     absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
     if (!mine.ok()) {
@@ -420,19 +347,11 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       std::map<uint32_t, const JobStatus*> by_id;
       for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
       if (!swept_leftovers_) {
-        // Allocations an earlier run of this daemon left behind.
-        std::string prefix = absl::StrCat("hpo-alloc-", options_.instance, "-");
-        for (const JobStatus& s : *mine) {
-          bool live = s.state == JobState::kPending || s.state == JobState::kRunning;
-          if (live && absl::StartsWith(s.name, prefix) && !allocs_.count(s.job_id)) {
-            spdlog::warn("canceling allocation {} ({}) left by an earlier run of hpod", s.job_id, s.name);
-            (void)api_->Cancel(s.job_id);
-          }
-        }
+        pool_.SweepLeftovers(*mine);  // allocations an earlier run of this daemon left behind
         swept_leftovers_ = true;
       }
       PollJobs(by_id, out);
-      PollAllocations(by_id);
+      pool_.Update(by_id);
     }
   }
   ReapSteps(out);
@@ -442,61 +361,15 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
     RecordStepGpus(step, /*force=*/false, out);
     if (step.kill_at && now >= *step.kill_at) {
       spdlog::info("trial {}: step did not end within its grace period; canceling it", trial_id);
-      if (step.step_id) (void)api_->CancelStep(step.job_id, *step.step_id);
-      else ::kill(-step.process.pid, SIGKILL);
+      if (step.step_id)
+        CancelStep(trial_id, step.job_id, *step.step_id);
+      else
+        ::kill(-step.process.pid, SIGKILL);
       step.kill_at.reset();
     }
   }
-  ResizePools();
+  if (pool_.Resize()) fast_until_ = now + options_.fast_query_window;
   return out;
-}
-
-void SlurmBackend::PollAllocations(const std::map<uint32_t, const JobStatus*>& by_id) {
-  for (auto& [job_id, a] : allocs_) {
-    if (a.gone) continue;
-    auto found = by_id.find(job_id);
-    if (found == by_id.end()) {
-      if (++a.polls_missing >= 20) {
-        a.gone = true;
-        a.why_gone = absl::StrCat("allocation ", job_id, " vanished");
-      }
-      continue;
-    }
-    a.polls_missing = 0;
-    const JobStatus& st = *found->second;
-    if (st.state == JobState::kPending) continue;
-    if (st.state == JobState::kRunning) {
-      if (!a.running) {
-        a.running = true;
-        a.nodes = api_->ExpandHostlist(st.nodes);
-        a.free_gpus.assign(a.nodes.size(), a.placement.allocation.gpus_per_node);
-        a.free_cpus.assign(a.nodes.size(), a.placement.allocation.cpus_per_node);
-        a.since = clock_.Now();
-        for (auto& [trial_id, step] : steps_) {  // re-adopted steps already hold some of it
-          if (step.job_id != job_id || !step.node_index.empty()) continue;
-          for (const std::string& node : step.nodes) {
-            auto at = std::find(a.nodes.begin(), a.nodes.end(), node);
-            if (at == a.nodes.end()) continue;
-            int i = static_cast<int>(at - a.nodes.begin());
-            step.node_index.push_back(i);
-            a.free_gpus[static_cast<size_t>(i)] -= step.gpus;
-            a.free_cpus[static_cast<size_t>(i)] -= step.cpus;
-          }
-        }
-        spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
-      }
-      continue;
-    }
-    a.gone = true;
-    a.why_gone = absl::StrCat("allocation ", job_id, " ended (", st.state == JobState::kTimeout ? "time limit" :
-                              st.state == JobState::kCancelled ? "canceled" :
-                              st.state == JobState::kNodeFail ? "node failure" : "ended", ")");
-    spdlog::warn("sweep {}: {}", a.sweep_id, a.why_gone);
-  }
-  for (auto it = allocs_.begin(); it != allocs_.end();) {
-    if (it->second.gone && it->second.steps == 0) it = allocs_.erase(it);
-    else ++it;
-  }
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
@@ -517,7 +390,7 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   absl::Time now = clock_.Now();
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, step.trial_id, now);
   e.stop_requested = step.stop_requested;
-  auto alloc = allocs_.find(step.job_id);
+  std::string why_gone = pool_.WhyGone(step.job_id);
   if (outcome == nullptr) {
     e.kind = BackendEvent::Kind::kLost;
     e.message = "the trial's srun process disappeared";
@@ -526,16 +399,19 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
     e.term_signal = outcome->term_signal;
     if (outcome->exec_errno != 0) {
       e.kind = BackendEvent::Kind::kLost;
-      e.message = absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(outcome->exec_errno));
+      e.message =
+          absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(outcome->exec_errno));
     }
   }
   if (e.kind == BackendEvent::Kind::kExited && e.exit_code != 0 && !step.stop_requested) {
     // Did the trial fail, or was it taken away? srun's own words say which.
-    std::string tail = Tail(step.stderr_path, 8192);
-    std::string id = absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
-    if (alloc != allocs_.end() && alloc->second.gone) {
+    bool truncated = false;
+    std::string tail = TailFile(step.stderr_path, 8192, &truncated).value_or("");
+    std::string id =
+        absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
+    if (!why_gone.empty()) {
       e.kind = BackendEvent::Kind::kLost;
-      e.message = alloc->second.why_gone;
+      e.message = why_gone;
     } else if (absl::StrContains(tail, absl::StrCat("*** STEP ", step.job_id, ".")) &&
                absl::StrContains(tail, "CANCELLED")) {
       e.kind = BackendEvent::Kind::kLost;
@@ -547,19 +423,7 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
       e.message = absl::StrCat("Slurm ended step ", id, " or could not start it (see stderr.log)");
     }
   }
-  if (alloc != allocs_.end()) {
-    Allocation& a = alloc->second;
-    if (a.running) {
-      for (int i : step.node_index) {
-        a.free_gpus[static_cast<size_t>(i)] += step.gpus;
-        a.free_cpus[static_cast<size_t>(i)] += step.cpus;
-      }
-    }
-    if (--a.steps == 0) a.since = now;
-    if (a.steps == 0 && (a.gone || ended_sweeps_.count(a.sweep_id))) {
-      ReleaseAllocation(alloc, "the sweep ended");
-    }
-  }
+  pool_.Release(step.trial_id, now);
   return e;
 }
 
@@ -581,10 +445,8 @@ void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
   for (const StepStatus& s : *all) by_name[{s.job_id, s.name}] = &s;
   for (auto& [trial_id, step] : steps_) {
     if (step.step_id) continue;
-    // The name StepArgv gave it; the sweep id is in the allocation.
-    auto alloc = allocs_.find(step.job_id);
-    if (alloc == allocs_.end()) continue;
-    auto found = by_name.find({step.job_id, absl::StrCat("hpo-", alloc->second.sweep_id, "-", trial_id)});
+    // The name StepArgv gave it.
+    auto found = by_name.find({step.job_id, absl::StrCat("hpo-", step.sweep_id, "-", trial_id)});
     if (found == by_name.end()) continue;
     step.step_id = found->second->step_id;
     if (!found->second->nodes.empty()) step.nodelist = found->second->nodes;
@@ -609,69 +471,8 @@ void SlurmBackend::RecordStepGpus(Step& step, bool force, std::vector<BackendEve
   out.push_back(std::move(e));
 }
 
-void SlurmBackend::ResizePools() {
-  absl::Time now = clock_.Now();
-  // Grow: one more allocation for a sweep whose trials found no room, when none is on its way.
-  for (const auto& [sweep_id, placement] : demand_) {
-    if (ended_sweeps_.count(sweep_id)) continue;
-    auto retry = retry_submit_at_.find(sweep_id);
-    if (retry != retry_submit_at_.end() && now < retry->second) continue;
-    int held = 0;
-    bool on_its_way = false;
-    for (const auto& [job_id, a] : allocs_) {
-      if (a.sweep_id != sweep_id || a.gone) continue;
-      ++held;
-      on_its_way |= !a.running;
-    }
-    if (on_its_way || held >= placement.allocation.max) continue;
-    if (uint32_t job = placement.allocation.job; job != 0) {
-      bool taken = false;
-      for (const auto& [job_id, a] : allocs_) taken |= job_id == job;
-      if (taken) continue;  // another sweep uses it now; this one waits its turn
-      Allocation a;
-      a.job_id = job;
-      a.sweep_id = sweep_id;
-      a.placement = placement;
-      a.external = true;
-      a.since = now;
-      spdlog::info("sweep {}: using the user's Slurm allocation {}", sweep_id, job);
-      fast_until_ = now + options_.fast_query_window;
-      allocs_[job] = std::move(a);
-      continue;
-    }
-    absl::StatusOr<uint32_t> id = api_->Submit(AllocationRequest(sweep_id, placement));
-    if (!id.ok()) {
-      spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id, id.status().ToString());
-      retry_submit_at_[sweep_id] = now + absl::Seconds(30);
-      continue;
-    }
-    retry_submit_at_.erase(sweep_id);
-    Allocation a;
-    a.job_id = *id;
-    a.sweep_id = sweep_id;
-    a.placement = placement;
-    a.since = now;
-    spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1, placement.allocation.max);
-    fast_until_ = now + options_.fast_query_window;
-    allocs_[*id] = std::move(a);
-  }
-  // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout.
-  for (auto it = allocs_.begin(); it != allocs_.end();) {
-    auto next = std::next(it);
-    Allocation& a = it->second;
-    if (a.steps == 0 && !a.gone) {
-      if (demand_.count(a.sweep_id) && a.running) {
-        a.since = now;  // trials wait for a bigger hole than this one has now
-      } else if (demand_.count(a.sweep_id) == 0 && now - a.since >= a.placement.allocation.idle_timeout) {
-        ReleaseAllocation(it, "idle");
-      }
-    }
-    it = next;
-  }
-  demand_.clear();
-}
-
-void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, std::vector<BackendEvent>& out) {
+void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
+                            std::vector<BackendEvent>& out) {
   absl::Time now = clock_.Now();
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     int64_t trial_id = it->first;
@@ -701,8 +502,9 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
     }
     if (!ended) {
       if (job.kill_at && now >= *job.kill_at) {
-        spdlog::info("trial {}: Slurm job {} did not end within its grace period; canceling", trial_id, job.job_id);
-        (void)api_->Cancel(job.job_id);
+        spdlog::info("trial {}: Slurm job {} did not end within its grace period; canceling",
+                     trial_id, job.job_id);
+        CancelJob(trial_id, job.job_id);
         job.kill_at.reset();
       }
       ++it;
@@ -744,8 +546,9 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
         e.message = absl::StrCat("Slurm job ", job.job_id, " ended by the infrastructure (",
                                  st.state == JobState::kNodeFail   ? "node failure"
                                  : st.state == JobState::kBootFail ? "boot failure"
-                                 : st.state == JobState::kPreempted ? "preempted"
-                                                                   : "state " + std::to_string(static_cast<int>(st.state)),
+                                 : st.state == JobState::kPreempted
+                                     ? "preempted"
+                                     : "state " + std::to_string(static_cast<int>(st.state)),
                                  ")");
         break;
     }
@@ -754,4 +557,4 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id, s
   }
 }
 
-}  // namespace hpo::backend
+}  // namespace hpo::slurm

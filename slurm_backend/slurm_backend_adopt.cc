@@ -5,11 +5,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/layout.h"
 #include "common/status_macros.h"
 #include "slurm_backend/slurm_backend.h"
 #include "spdlog/spdlog.h"
 
-namespace hpo::backend {
+namespace hpo::slurm {
+
+using backend::BackendEvent;
+using backend::ExitRecord;
+using backend::LaunchSpec;
+using backend::TrialProcess;
 
 absl::StatusOr<std::vector<JobStatus>> SlurmBackend::MineForAdoption() {
   absl::Time now = clock_.Now();
@@ -23,11 +29,12 @@ absl::StatusOr<std::vector<JobStatus>> SlurmBackend::MineForAdoption() {
 }
 
 absl::Status SlurmBackend::Adopt(const LaunchSpec& spec, const std::string& backend_id,
-                                 const std::string& /*gpus*/) {
+                                 const std::string& gpus) {
   if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
     return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
   }
-  return spec.placement.mode == "jobs" ? AdoptJob(spec, backend_id) : AdoptStep(spec, backend_id);
+  return spec.placement.mode == "jobs" ? AdoptJob(spec, backend_id)
+                                       : AdoptStep(spec, backend_id, gpus);
 }
 
 absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& backend_id) {
@@ -40,8 +47,9 @@ absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& b
     if ((stored != 0 && j.job_id == stored) || (stored == 0 && j.name == name)) found = &j;
   }
   if (found == nullptr) {
-    return absl::NotFoundError(absl::StrCat("Slurm no longer knows trial ", spec.trial_id, "'s job",
-                                            stored != 0 ? absl::StrCat(" ", stored) : std::string()));
+    return absl::NotFoundError(
+        absl::StrCat("Slurm no longer knows trial ", spec.trial_id, "'s job",
+                     stored != 0 ? absl::StrCat(" ", stored) : std::string()));
   }
   Job job;
   job.job_id = found->job_id;
@@ -51,62 +59,56 @@ absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& b
   return absl::OkStatus();
 }
 
-absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& backend_id) {
+absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& backend_id,
+                                     const std::string& gpus) {
   Step step;
   step.trial_id = spec.trial_id;
+  step.sweep_id = spec.sweep_id;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
   step.process.adopted = true;
-  step.process.pid = ReadShimPid(spec.trial_dir);
-  step.gpus = spec.resources.gpus;
-  step.cpus = spec.resources.cpus * spec.resources.tasks_per_node;
+  step.process.pid = backend::ReadShimPid(spec.trial_dir);
   step.stop_signal = spec.stop_signal;
-  step.stderr_path = spec.trial_dir + "/stderr.log";
+  step.stderr_path = layout::TrialDir(spec.trial_dir).stderr_log();
   step.launched = clock_.Now();
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
   step.gpus_checked = step.launched;
   unsigned job = 0, step_id = 0;
-  if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2) step.step_id = step_id;
+  if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2)
+    step.step_id = step_id;
   step.job_id = job;
   // The srun the shim runs says where the step is: --jobid and --nodelist.
-  if (step.process.pid > 0 && IsTrialProcess(step.process.pid, spec.trial_id)) {
-    for (const std::string& arg : ProcessArgv(step.process.pid)) {
+  if (step.process.pid > 0 && backend::IsTrialProcess(step.process.pid, spec.trial_id)) {
+    for (const std::string& arg : backend::ProcessArgv(step.process.pid)) {
       if (absl::StartsWith(arg, "--jobid=")) (void)absl::SimpleAtoi(arg.substr(8), &step.job_id);
       if (absl::StartsWith(arg, "--nodelist=")) step.nodelist = arg.substr(11);
     }
   }
   ExitRecord outcome;
-  TrialProcess::State state = step.process.pid > 0 ? step.process.Check(&outcome)
-                                                   : TrialProcess::State::kVanished;
+  TrialProcess::State state =
+      step.process.pid > 0 ? step.process.Check(&outcome) : TrialProcess::State::kVanished;
   if (state == TrialProcess::State::kVanished) {
     return absl::NotFoundError(absl::StrCat("trial ", spec.trial_id,
                                             "'s srun no longer runs, and it left no exit status"));
   }
-  BackendEvent started = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
+  BackendEvent started =
+      BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   started.backend_id = StepBackendId(step);
   events_.push_back(std::move(started));
   if (state == TrialProcess::State::kEnded) {
-    spdlog::info("trial {}: its step ended while hpod was away; its outcome is known", spec.trial_id);
+    spdlog::info("trial {}: its step ended while hpod was away; its outcome is known",
+                 spec.trial_id);
     events_.push_back(StepEnded(step, &outcome));
     return absl::OkStatus();
   }
-  step.nodes = api_->ExpandHostlist(step.nodelist);
-  // Take its allocation back instead of canceling it as a leftover; its room is counted once
-  // the allocation's nodes are known (PollAllocations).
-  auto [it, added] = allocs_.try_emplace(step.job_id);
-  Allocation& a = it->second;
-  if (added) {
-    a.job_id = step.job_id;
-    a.sweep_id = spec.sweep_id;
-    a.placement = spec.placement;
-    a.external = spec.placement.allocation.job == step.job_id;
-    a.since = clock_.Now();
-    spdlog::info("sweep {}: re-adopted Slurm allocation {}", spec.sweep_id, step.job_id);
-  }
-  ++a.steps;
+  // Take its allocation back instead of canceling it as a leftover; its room is held once the
+  // allocation's nodes are known.
+  pool_.Adopt(spec.trial_id, step.job_id, spec.sweep_id, spec.placement,
+              api_->ExpandHostlist(step.nodelist), spec.resources, gpus);
   watcher_.Watch(step.process.pid);
-  spdlog::info("trial {}: re-adopted step {} (srun pid {})", spec.trial_id, StepBackendId(step), step.process.pid);
+  spdlog::info("trial {}: re-adopted step {} (srun pid {})", spec.trial_id, StepBackendId(step),
+               step.process.pid);
   steps_[spec.trial_id] = std::move(step);
   return absl::OkStatus();
 }
@@ -115,13 +117,13 @@ void SlurmBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
   unsigned job = 0, step = 0;
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step) == 2) {
     spdlog::warn("trial {}: canceling its leftover Slurm step {}.{}", trial_id, job, step);
-    (void)api_->CancelStep(job, step);
+    CancelStep(trial_id, job, step);
     return;
   }
   if (backend_id.find(" step=") != std::string::npos) return;  // its allocation goes instead
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u", &job) != 1) return;
   spdlog::warn("trial {}: canceling its leftover Slurm job {}", trial_id, job);
-  (void)api_->Cancel(job);
+  CancelJob(trial_id, job);
 }
 
-}  // namespace hpo::backend
+}  // namespace hpo::slurm

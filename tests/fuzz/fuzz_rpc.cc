@@ -1,7 +1,8 @@
 // libFuzzer target: every request the API takes, as the controller validates and serves it. The
-// first byte picks the request type, the rest is its protobuf encoding. One daemon (controller,
-// store in a temp dir, simulated backend, virtual clock) lives across inputs, so sweeps and
-// trials submitted by earlier inputs are there to be reported on, canceled, listed.
+// first byte picks the request type, the rest is its protobuf encoding. One TestDaemon
+// (tests/fakes: controller, store in a temp dir, simulated backend, virtual clock) lives across
+// inputs, so sweeps and trials submitted by earlier inputs are there to be reported on,
+// canceled, listed.
 #include <unistd.h>
 
 #include <cstddef>
@@ -9,38 +10,11 @@
 #include <memory>
 #include <string>
 
-#include "common/clock.h"
-#include "common/data_dir.h"
-#include "server/controller.h"
-#include "server/sqlite_store.h"
-#include "slurm_backend/simulated_backend.h"
+#include "tests/fakes/test_daemon.h"
 
 namespace {
 
 using namespace hpo;  // NOLINT
-
-struct Daemon {
-  FakeClock clock;
-  std::unique_ptr<server::SqliteStore> store;
-  std::unique_ptr<backend::SimulatedBackend> backend;
-  std::unique_ptr<server::Controller> controller;
-  std::string root;
-  Daemon() {
-    char tmpl[] = "/tmp/hpo-fuzz-XXXXXX";
-    root = ::mkdtemp(tmpl);
-    server::SqliteStore::Options o;
-    o.durable = false;
-    store = std::move(*server::SqliteStore::Open(root + "/hpod.db", o));
-    backend = std::make_unique<backend::SimulatedBackend>(clock, 4, 8, [](const backend::LaunchSpec&) {
-      return backend::SimulatedFate{};
-    });
-    server::Controller::Options co;
-    co.data_dir = DataDir(root);
-    co.report_endpoint = "unix:/nowhere";
-    controller = std::make_unique<server::Controller>(co, *store, *backend, clock);
-    if (!controller->Recover().ok()) __builtin_trap();
-  }
-};
 
 template <typename T>
 bool Parse(T& msg, const uint8_t* data, size_t size) {
@@ -50,12 +24,16 @@ bool Parse(T& msg, const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Daemon* d = new Daemon();  // lives for the whole run
+  static fakes::TestDaemon* d = [] {  // lives for the whole run
+    fakes::TestDaemon::Options o;
+    o.dir_prefix = "hpo-fuzz";
+    return new fakes::TestDaemon(o);
+  }();
   if (size < 1) return 0;
   uint8_t kind = data[0] % 12;
   ++data;
   --size;
-  server::Controller& c = *d->controller;
+  server::Controller& c = d->controller();
   switch (kind) {
     case 0: {
       v1::ValidateSweepRequest r;
@@ -65,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1: {
       v1::SubmitSweepRequest r;
       if (Parse(r, data, size)) {
-        r.set_base_dir(d->root);  // where trial programs would run; never outside the temp dir
+        r.set_base_dir(d->root());  // where trial programs would run; never outside the temp dir
         (void)c.Submit(r);
       }
       break;
@@ -117,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     default:
       // Time passes: trials start, end, get stopped.
-      d->clock.Advance(absl::Seconds(1 + (size > 0 ? data[0] % 30 : 0)));
+      d->clock().Advance(absl::Seconds(1 + (size > 0 ? data[0] % 30 : 0)));
       break;
   }
   c.RunOnce();

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
 [ "$(sinfo -h -N -o '%t' | grep -c idle)" -eq 2 ] || fail "two idle nodes expected"
-jid=$(sbatch --parsable -N1 -n4 --gres=gpu:4 --wrap "sleep 120")
+jid=$(sbatch --parsable -N1 -n4 --gres=gpu:4 -o /dev/null --wrap "sleep 120")  # no slurm-N.out in the working tree
 for _ in $(seq 100); do [ "$(squeue -h -j "$jid" -o %T)" = RUNNING ] && break; sleep 0.1; done
 [ "$(squeue -h -j "$jid" -o %T)" = RUNNING ] || fail "the allocation did not start"
 srun --jobid="$jid" --exact -n1 --gres=gpu:2 sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 1' >"$WORK/a" &

@@ -1,9 +1,8 @@
 // GeneticSampler: determinism, bounds and types under mutation, demes, elites, and search that
 // beats random on Hartmann-6 and Branin over 10 seeds.
-#include "algorithms/genetic_sampler.h"
-
 #include <set>
 
+#include "algorithms/genetic_sampler.h"
 #include "algorithms/random_sampler.h"
 #include "gtest/gtest.h"
 #include "tests/unit/algorithms/test_functions.h"
@@ -20,8 +19,14 @@ SearchSpace Mixed() {
   s.params.push_back({"layers", ParamType::kInt, 1, 6, false, std::nullopt, {}, {}});
   s.params.push_back({"batch", ParamType::kInt, 16, 1024, true, std::nullopt, {}, {}});
   s.params.push_back({"dropout", ParamType::kFloat, 0, 0.5, false, 0.05, {}, {}});
-  s.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt,
-                      {std::string("relu"), std::string("gelu"), std::string("tanh")}, {}});
+  s.params.push_back({"act",
+                      ParamType::kCategorical,
+                      0,
+                      0,
+                      false,
+                      std::nullopt,
+                      {std::string("relu"), std::string("gelu"), std::string("tanh")},
+                      {}});
   s.params.push_back({"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}});
   return s;
 }
@@ -54,7 +59,8 @@ std::vector<Params> Drive(const Sampler& sampler, const SearchSpace& space,
 
 double Rough(const Params& p) {  // something to minimize over Mixed()
   double lr = std::get<double>(p.at("lr"));
-  return std::pow(std::log10(lr) + 3, 2) + std::abs(static_cast<double>(std::get<int64_t>(p.at("units"))) - 128) / 64 +
+  return std::pow(std::log10(lr) + 3, 2) +
+         std::abs(static_cast<double>(std::get<int64_t>(p.at("units"))) - 128) / 64 +
          (std::get<std::string>(p.at("act")) == "gelu" ? 0 : 1);
 }
 
@@ -76,7 +82,8 @@ TEST(Genetic, ObjectiveColumnGivesTheSameSuggestions) {
   SearchSpace space = Mixed();
   for (int demes : {1, 3}) {
     GeneticSampler ga({9, 3, 0.5, 0.3, 0.1, 2, demes, 2});
-    EXPECT_EQ(Drive(ga, space, Rough, 150, 11, 4, false), Drive(ga, space, Rough, 150, 11, 4, true)) << demes;
+    EXPECT_EQ(Drive(ga, space, Rough, 150, 11, 4, false), Drive(ga, space, Rough, 150, 11, 4, true))
+        << demes;
   }
 }
 
@@ -96,15 +103,19 @@ TEST(Genetic, MutationKeepsBoundsTypesAndSteps) {
       moved += m != v;
       v = m;
     }
-    if (p.type == ParamType::kFixed) EXPECT_EQ(moved, 0);
-    else if (p.type == ParamType::kInt || p.type == ParamType::kCategorical) EXPECT_EQ(moved, 5000) << p.name;
-    else EXPECT_GT(moved, 4000) << p.name;
+    if (p.type == ParamType::kFixed)
+      EXPECT_EQ(moved, 0);
+    else if (p.type == ParamType::kInt || p.type == ParamType::kCategorical)
+      EXPECT_EQ(moved, 5000) << p.name;
+    else
+      EXPECT_GT(moved, 4000) << p.name;
   }
   // Log parameters move in log space: from the bottom of lr's range, a step of 0.1 of the log
   // range is a factor of about 2.5, not a jump to the middle of the linear range.
   ParamDef lr = space.params[0];
   double sum_log = 0;
-  for (int i = 0; i < 2000; ++i) sum_log += std::log10(std::get<double>(GeneticSampler::Mutate(lr, 1e-5, 0.1, rng)));
+  for (int i = 0; i < 2000; ++i)
+    sum_log += std::log10(std::get<double>(GeneticSampler::Mutate(lr, 1e-5, 0.1, rng)));
   EXPECT_LT(sum_log / 2000, -4.3);
 }
 
@@ -138,11 +149,11 @@ TEST(Genetic, DemesBreedFromTheirOwnTrialsAndElitesNeverAgeOut) {
 
 TEST(Genetic, SettingsAreChecked) {
   EXPECT_TRUE(GeneticSampler::Validate({}).ok());
-  EXPECT_FALSE(GeneticSampler::Validate({1, 3, 0.5, 0.3, 0.1, 0, 1, 0}).ok());   // population
-  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 1.5, 0.3, 0.1, 2, 1, 0}).ok());  // crossover
-  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.0, 2, 1, 0}).ok());  // scale
-  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.1, 10, 1, 0}).ok()); // elitism
-  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.1, 2, 6, 0}).ok());  // demes
+  EXPECT_FALSE(GeneticSampler::Validate({1, 3, 0.5, 0.3, 0.1, 0, 1, 0}).ok());    // population
+  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 1.5, 0.3, 0.1, 2, 1, 0}).ok());   // crossover
+  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.0, 2, 1, 0}).ok());   // scale
+  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.1, 10, 1, 0}).ok());  // elitism
+  EXPECT_FALSE(GeneticSampler::Validate({10, 3, 0.5, 0.3, 0.1, 2, 6, 0}).ok());   // demes
 }
 
 void CompareWithRandom(const SearchSpace& space, const Objective& f, int trials, const char* name) {
@@ -155,17 +166,21 @@ void CompareWithRandom(const SearchSpace& space, const Objective& f, int trials,
     g.push_back(Run(ga, space, f, trials, seed));
     wins += g.back() < r.back() ? 1 : 0;
   }
-  std::printf("%s, %d trials, 10 seeds: median best random %.4f, genetic %.4f; genetic better in %d/10\n",
-              name, trials, Median(r), Median(g), wins);
+  std::printf(
+      "%s, %d trials, 10 seeds: median best random %.4f, genetic %.4f; genetic better in %d/10\n",
+      name, trials, Median(r), Median(g), wins);
   EXPECT_LT(Median(g), Median(r)) << name;
   EXPECT_GE(wins, 7) << name;
 }
 
 TEST(Genetic, BeatsRandomOnHartmann6) {
-  CompareWithRandom(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 200, "Hartmann-6");
+  CompareWithRandom(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 200,
+                    "Hartmann-6");
 }
 
-TEST(Genetic, BeatsRandomOnBranin) { CompareWithRandom(Box({{-5, 10}, {0, 15}}), Branin, 200, "Branin"); }
+TEST(Genetic, BeatsRandomOnBranin) {
+  CompareWithRandom(Box({{-5, 10}, {0, 15}}), Branin, 200, "Branin");
+}
 
 }  // namespace
 }  // namespace hpo::algorithms
@@ -206,9 +221,11 @@ TEST(Pbt, StartsMembersThenContinuesOrExploits) {
       EXPECT_EQ(out.parent, 0) << "copies the best member's checkpoint";
       EXPECT_NE(**p, history[0].params) << "and explores";
       EXPECT_TRUE(space.Contains(**p));
-      double ratio = std::get<double>(p->value().at("lr")) / std::get<double>(history[0].params.at("lr"));
+      double ratio =
+          std::get<double>(p->value().at("lr")) / std::get<double>(history[0].params.at("lr"));
       EXPECT_TRUE(std::abs(ratio - 0.8) < 1e-9 || std::abs(ratio - 1.2) < 1e-9 ||
-                  std::get<double>(p->value().at("lr")) == 1.0 || std::get<double>(p->value().at("lr")) == 1e-4)
+                  std::get<double>(p->value().at("lr")) == 1.0 ||
+                  std::get<double>(p->value().at("lr")) == 1e-4)
           << ratio;
     }
     history.push_back({n, **p, false, std::nullopt, out.parent, out.lineage});
@@ -219,8 +236,14 @@ TEST(Pbt, ExploreKeepsBoundsAndTypes) {
   SearchSpace space;
   space.params.push_back({"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}});
   space.params.push_back({"units", ParamType::kInt, 8, 64, false, 8.0, {}, {}});
-  space.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt,
-                          {std::string("relu"), std::string("tanh")}, {}});
+  space.params.push_back({"act",
+                          ParamType::kCategorical,
+                          0,
+                          0,
+                          false,
+                          std::nullopt,
+                          {std::string("relu"), std::string("tanh")},
+                          {}});
   Rng rng(4, 4);
   PbtOptions o{8, 0.25, 0.3, 0.2};
   for (const ParamDef& d : space.params) {

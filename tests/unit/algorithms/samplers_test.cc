@@ -11,7 +11,14 @@ SearchSpace MixedSpace() {
   SearchSpace s;
   ParamDef lr{"lr", ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}};
   ParamDef units{"units", ParamType::kInt, 16, 256, false, 16.0, {}, {}};
-  ParamDef act{"act", ParamType::kCategorical, 0, 0, false, std::nullopt, {std::string("relu"), std::string("tanh"), true}, {}};
+  ParamDef act{"act",
+               ParamType::kCategorical,
+               0,
+               0,
+               false,
+               std::nullopt,
+               {std::string("relu"), std::string("tanh"), true},
+               {}};
   ParamDef epochs{"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}};
   ParamDef drop{"drop", ParamType::kFloat, 0.0, 0.5, false, 0.1, {}, {}};
   s.params = {lr, units, act, epochs, drop};
@@ -75,7 +82,14 @@ TEST(RandomSampler, LogScaleCoversDecades) {
 TEST(GridSampler, EnumeratesTheProductThenEnds) {
   SearchSpace s;
   s.params.push_back({"lr", ParamType::kFloat, 0.001, 0.1, true, std::nullopt, {}, {}});
-  s.params.push_back({"act", ParamType::kCategorical, 0, 0, false, std::nullopt, {std::string("a"), std::string("b")}, {}});
+  s.params.push_back({"act",
+                      ParamType::kCategorical,
+                      0,
+                      0,
+                      false,
+                      std::nullopt,
+                      {std::string("a"), std::string("b")},
+                      {}});
   s.params.push_back({"layers", ParamType::kInt, 1, 3, false, std::nullopt, {}, {}});
   GridSampler grid(s, 3, false);
   ASSERT_EQ(*grid.Capacity(s), 3 * 2 * 3);
@@ -99,7 +113,8 @@ TEST(GridSampler, ShuffleIsAPermutation) {
   s.params.push_back({"x", ParamType::kInt, 0, 99, false, std::nullopt, {}, {}});
   GridSampler grid(s, 100, true);
   std::set<int64_t> seen;
-  for (int64_t n = 0; n < 100; ++n) seen.insert(std::get<int64_t>((**Suggest(grid, s, n, 5)).at("x")));
+  for (int64_t n = 0; n < 100; ++n)
+    seen.insert(std::get<int64_t>((**Suggest(grid, s, n, 5)).at("x")));
   EXPECT_EQ(seen.size(), 100u);
   EXPECT_NE(std::get<int64_t>((**Suggest(grid, s, 0, 5)).at("x")), 0);
 }

@@ -1,8 +1,8 @@
 // Stoppers against hand-computed cases.
-#include "algorithms/asha_stopper.h"
-#include "algorithms/median_stopper.h"
 #include <random>
 
+#include "algorithms/asha_stopper.h"
+#include "algorithms/median_stopper.h"
 #include "gtest/gtest.h"
 
 namespace hpo::algorithms {
@@ -22,14 +22,16 @@ struct Trials {
   // Curves of every trial but `self` (rebuilt each call: spans point into `points`).
   std::vector<const Curve*> Others(size_t self) {
     curves.clear();
-    for (size_t i = 0; i < points.size(); ++i) curves.push_back({numbers[i], {points[i].data(), points[i].size()}, false});
+    for (size_t i = 0; i < points.size(); ++i)
+      curves.push_back({numbers[i], {points[i].data(), points[i].size()}, false});
     std::vector<const Curve*> out;
     for (size_t i = 0; i < curves.size(); ++i) {
       if (i != self) out.push_back(&curves[i]);
     }
     return out;
   }
-  Decision Decide(const Stopper& s, size_t self, Direction d = Direction::kMinimize) {
+  template <typename PureStopper>
+  Decision Decide(const PureStopper& s, size_t self, Direction d = Direction::kMinimize) {
     auto others = Others(self);
     Curve mine{numbers[self], {points[self].data(), points[self].size()}, false};
     return s.Decide(mine, others, d).decision;
@@ -73,8 +75,8 @@ TEST(Asha, KeepsTheBestThirdAtEachRung) {
 TEST(Asha, AsynchronousArrivalsAreJudgedAtTheRungTheyCross) {
   AshaStopper asha = Asha();
   Trials t;
-  t.Add(0, {{1, 0.9}, {2, 0.8}, {3, 0.7}});   // value at rung 3: 0.7
-  t.Add(1, {{1, 0.9}, {4, 0.6}});             // first point past rung 3: 0.6
+  t.Add(0, {{1, 0.9}, {2, 0.8}, {3, 0.7}});  // value at rung 3: 0.7
+  t.Add(1, {{1, 0.9}, {4, 0.6}});            // first point past rung 3: 0.6
   // Trial 2 jumps from step 1 to step 5, crossing rung 3 with 0.65: of {0.65, 0.7, 0.6} keep 1.
   t.Add(2, {{1, 0.95}, {5, 0.65}});
   EXPECT_EQ(t.Decide(asha, 2), Decision::kStop);
@@ -112,11 +114,11 @@ TEST(Asha, NoRungAtOrPastMaxResource) {
 TEST(Hyperband, ComparesOnlyWithinABracket) {
   AshaStopper hb({1, 81, 3, 2});
   Trials t;
-  t.Add(0, {{1, 0.1}});        // bracket 0, rungs 1, 3, 9, 27
-  t.Add(1, {{3, 0.1}});        // bracket 1, rungs 3, 9, 27
-  t.Add(2, {{1, 0.5}});        // bracket 0: worse than trial 0 -> stop
+  t.Add(0, {{1, 0.1}});  // bracket 0, rungs 1, 3, 9, 27
+  t.Add(1, {{3, 0.1}});  // bracket 1, rungs 3, 9, 27
+  t.Add(2, {{1, 0.5}});  // bracket 0: worse than trial 0 -> stop
   EXPECT_EQ(t.Decide(hb, 2), Decision::kStop);
-  t.Add(3, {{1, 0.9}});        // bracket 1: step 1 is no rung of its bracket -> on
+  t.Add(3, {{1, 0.9}});  // bracket 1: step 1 is no rung of its bracket -> on
   EXPECT_EQ(t.Decide(hb, 3), Decision::kContinue);
 }
 
@@ -129,7 +131,7 @@ TEST(Median, StopsBelowTheMedianAfterGrace) {
   t.Add(3, {{1, 0.9}});
   EXPECT_EQ(t.Decide(median, 3), Decision::kContinue);  // step 1 < grace 2
   t.points[3].push_back({2, 0.8});
-  EXPECT_EQ(t.Decide(median, 3), Decision::kStop);      // best 0.8 vs median 0.5
+  EXPECT_EQ(t.Decide(median, 3), Decision::kStop);  // best 0.8 vs median 0.5
   t.points[3].back().second = 0.45;
   EXPECT_EQ(t.Decide(median, 3), Decision::kContinue);  // 0.45 beats the median
 }
@@ -173,7 +175,8 @@ TEST(Median, IncrementalDecidesAsThePureForm) {
             --after_stop[i];  // told to stop already: only its values matter
             continue;
           }
-          ASSERT_EQ(a, b) << "mode " << mode << " seed " << seed << " trial " << i << " step " << step;
+          ASSERT_EQ(a, b) << "mode " << mode << " seed " << seed << " trial " << i << " step "
+                          << step;
           ++decisions;
           if (a == Decision::kStop) {
             after_stop[i] = static_cast<int>(rng() % 3);
@@ -228,40 +231,42 @@ TEST(Asha, BootstrapStopsTheFirstArrivalsAtEachRung) {
 
 TEST(Asha, IncrementalDecidesAsThePureForm) {
   for (int64_t bootstrap : {0, 4}) {
-  for (int brackets : {1, 3}) {
-    for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
-      for (uint32_t seed = 1; seed <= 5; ++seed) {
-        std::mt19937 rng(seed);
-        AshaStopper pure({1, 81, 3, brackets, bootstrap}), incremental({1, 81, 3, brackets, bootstrap});
-        Trials t;
-        std::vector<bool> stopped;
-        for (int n = 0; n < 60; ++n) {
-          t.Add(n, {});
-          stopped.push_back(false);
-        }
-        int decisions = 0, stops = 0;
-        for (int round = 0; round < 4000; ++round) {
-          size_t i = rng() % t.points.size();
-          if (stopped[i] || t.points[i].size() >= 40) continue;
-          int64_t step = static_cast<int64_t>(t.points[i].size()) + 1;
-          double value = static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));  // ties
-          t.points[i].emplace_back(step, value);
-          Decision a = t.Decide(pure, i, d);
-          Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
-          Decision b = incremental.Observe(mine, d).decision;
-          ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " bootstrap " << bootstrap << " trial " << i
-                          << " step " << step;
-          ++decisions;
-          if (a == Decision::kStop) {
-            stopped[i] = true;
-            ++stops;
+    for (int brackets : {1, 3}) {
+      for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
+        for (uint32_t seed = 1; seed <= 5; ++seed) {
+          std::mt19937 rng(seed);
+          AshaStopper pure({1, 81, 3, brackets, bootstrap}),
+              incremental({1, 81, 3, brackets, bootstrap});
+          Trials t;
+          std::vector<bool> stopped;
+          for (int n = 0; n < 60; ++n) {
+            t.Add(n, {});
+            stopped.push_back(false);
           }
+          int decisions = 0, stops = 0;
+          for (int round = 0; round < 4000; ++round) {
+            size_t i = rng() % t.points.size();
+            if (stopped[i] || t.points[i].size() >= 40) continue;
+            int64_t step = static_cast<int64_t>(t.points[i].size()) + 1;
+            double value =
+                static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));  // ties
+            t.points[i].emplace_back(step, value);
+            Decision a = t.Decide(pure, i, d);
+            Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
+            Decision b = incremental.Observe(mine, d).decision;
+            ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " bootstrap "
+                            << bootstrap << " trial " << i << " step " << step;
+            ++decisions;
+            if (a == Decision::kStop) {
+              stopped[i] = true;
+              ++stops;
+            }
+          }
+          EXPECT_GT(decisions, 100);
+          EXPECT_GT(stops, 10);
         }
-        EXPECT_GT(decisions, 100);
-        EXPECT_GT(stops, 10);
       }
     }
-  }
   }
 }
 

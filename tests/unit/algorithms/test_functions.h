@@ -39,7 +39,8 @@ inline SearchSpace Box(const std::vector<std::pair<double, double>>& bounds) {
 }
 
 // Best value after `n` sequential trials.
-inline double Run(const Sampler& sampler, const SearchSpace& space, const Objective& f, int n, uint64_t seed) {
+inline double Run(const Sampler& sampler, const SearchSpace& space, const Objective& f, int n,
+                  uint64_t seed) {
   std::vector<HistoryEntry> history;
   double best = INFINITY;
   for (int t = 0; t < n; ++t) {

@@ -4,15 +4,16 @@
 
 #include "algorithms/random_sampler.h"
 #include "algorithms/tpe_sampler.h"
-#include "tests/unit/algorithms/test_functions.h"
 #include "gtest/gtest.h"
+#include "tests/unit/algorithms/test_functions.h"
 
 namespace hpo::algorithms {
 namespace {
 
 using namespace ::hpo::algorithms::testing;  // NOLINT
 
-void Compare(const SearchSpace& space, const Objective& f, int trials, const char* name, bool multivariate) {
+void Compare(const SearchSpace& space, const Objective& f, int trials, const char* name,
+             bool multivariate) {
   RandomSampler random;
   TpeSampler tpe({10, 24, multivariate});
   std::vector<double> r, t;
@@ -22,25 +23,37 @@ void Compare(const SearchSpace& space, const Objective& f, int trials, const cha
     t.push_back(Run(tpe, space, f, trials, seed));
     wins += t.back() < r.back() ? 1 : 0;
   }
-  std::printf("%s, %d trials, 10 seeds: median best random %.4f, %s TPE %.4f; TPE better in %d/10\n", name,
-              trials, Median(r), multivariate ? "multivariate" : "univariate", Median(t), wins);
+  std::printf(
+      "%s, %d trials, 10 seeds: median best random %.4f, %s TPE %.4f; TPE better in %d/10\n", name,
+      trials, Median(r), multivariate ? "multivariate" : "univariate", Median(t), wins);
   EXPECT_LT(Median(t), Median(r)) << name;
   EXPECT_GE(wins, 7) << name;
 }
 
 class TpeVariants : public ::testing::TestWithParam<bool> {};
 
-TEST_P(TpeVariants, BeatsRandomOnBranin) { Compare(Box({{-5, 10}, {0, 15}}), Branin, 100, "Branin", GetParam()); }
+TEST_P(TpeVariants, BeatsRandomOnBranin) {
+  Compare(Box({{-5, 10}, {0, 15}}), Branin, 100, "Branin", GetParam());
+}
 
 TEST_P(TpeVariants, BeatsRandomOnHartmann6) {
-  Compare(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 100, "Hartmann-6", GetParam());
+  Compare(Box(std::vector<std::pair<double, double>>(6, {0, 1})), Hartmann6, 100, "Hartmann-6",
+          GetParam());
 }
 
 TEST_P(TpeVariants, SameSeedSameSuggestionsAndTypesKept) {
   SearchSpace s;
-  s.params.push_back({"lr", ::hpo::algorithms::ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}});
+  s.params.push_back(
+      {"lr", ::hpo::algorithms::ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}});
   s.params.push_back({"units", ::hpo::algorithms::ParamType::kInt, 8, 64, false, 8.0, {}, {}});
-  s.params.push_back({"act", ::hpo::algorithms::ParamType::kCategorical, 0, 0, false, std::nullopt, {std::string("a"), std::string("b")}, {}});
+  s.params.push_back({"act",
+                      ::hpo::algorithms::ParamType::kCategorical,
+                      0,
+                      0,
+                      false,
+                      std::nullopt,
+                      {std::string("a"), std::string("b")},
+                      {}});
   TpeSampler tpe({5, 24, GetParam()});
   std::vector<HistoryEntry> history;
   for (int t = 0; t < 30; ++t) {
@@ -56,7 +69,9 @@ TEST_P(TpeVariants, SameSeedSameSuggestionsAndTypesKept) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tpe, TpeVariants, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Multivariate" : "Univariate"; });
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Multivariate" : "Univariate";
+                         });
 
 // With curves (a sweep with a stopper), trials are compared at the furthest step at least half of
 // them reached, and running trials count. Here 40 trials spread over [0, 1] reported step 1, best
@@ -70,8 +85,13 @@ TEST_P(TpeVariants, ComparesCurvesAtTheStepMostTrialsReached) {
   auto add = [&](double x, std::vector<std::pair<int64_t, double>> curve, bool finished) {
     curves.push_back(std::move(curve));
     int64_t n = static_cast<int64_t>(history.size());
-    history.push_back({n, {{"x1", x}}, finished, finished ? std::optional(curves.back().back().second) : std::nullopt,
-                       -1, -1, &curves.back()});
+    history.push_back({n,
+                       {{"x1", x}},
+                       finished,
+                       finished ? std::optional(curves.back().back().second) : std::nullopt,
+                       -1,
+                       -1,
+                       &curves.back()});
   };
   for (int i = 0; i < 40; ++i) {
     double x = (i + 0.5) / 40.0;

@@ -1,9 +1,10 @@
+#include "common/files.h"
+
 #include <sys/stat.h>
 
 #include <cstdlib>
 
 #include "common/data_dir.h"
-#include "common/files.h"
 #include "common/token.h"
 #include "gtest/gtest.h"
 

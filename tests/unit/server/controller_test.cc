@@ -1,14 +1,13 @@
-// The controller in virtual time: SimulatedBackend + FakeClock + a real SqliteStore in a temp
-// dir. Every failure path the controller handles has a case here.
+// The controller in virtual time, as a whole: tests/fakes/test_daemon.h (the simulated backend,
+// a FakeClock, a real SqliteStore in a temp dir). The failure paths it handles are in
+// controller_faults_test.cc.
 #include "server/controller.h"
-
-#include <stdlib.h>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/sqlite_store.h"
-#include "slurm_backend/simulated_backend.h"
+#include "hpo/v1/states.h"
+#include "tests/fakes/test_daemon.h"
 
 namespace hpo::server {
 namespace {
@@ -28,59 +27,26 @@ class RecordingSink final : public EventSink {
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hpo-ctl-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
-    OpenStore();
-    backend_ = std::make_unique<backend::SimulatedBackend>(clock_, 4, 8, [this](const LaunchSpec& s) {
-      return script_ ? script_(s) : SimulatedFate{};
-    });
-    MakeController();
+    daemon_ = std::make_unique<fakes::TestDaemon>();
+    daemon_->set_script(
+        [this](const LaunchSpec& s) { return script_ ? script_(s) : SimulatedFate{}; });
   }
-  void OpenStore() {
-    SqliteStore::Options o;
-    o.durable = false;
-    store_ = std::move(*SqliteStore::Open(root_ + "/hpod.db", o));
-  }
-  void MakeController() {
-    Controller::Options o;
-    o.data_dir = DataDir(root_);
-    o.report_endpoint = "unix:/nowhere";
-    controller_ = std::make_unique<Controller>(o, *store_, *backend_, clock_);
-    ASSERT_TRUE(controller_->Recover().ok());
-  }
-  // Advances virtual time in 1 s ticks until every sweep ended (or `limit` passed).
-  void RunUntilEnded(absl::Duration limit = absl::Hours(10)) {
-    for (absl::Duration t; t < limit && !controller_->AllSweepsEnded(); t += absl::Seconds(1)) {
-      controller_->RunOnce();
-      clock_.Advance(absl::Seconds(1));
-    }
-    controller_->RunOnce();
-  }
+  Controller& controller() { return daemon_->controller(); }
+  void RunUntilEnded(absl::Duration limit = absl::Hours(10)) { daemon_->RunUntilEnded(limit); }
   int64_t Submit(const std::string& yaml) {
-    v1::SubmitSweepRequest req;
-    req.set_spec_yaml(yaml);
-    req.set_source("t.yaml");
-    req.set_base_dir(root_);
-    auto s = controller_->Submit(req);
-    EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? s->id() : 0;
+    auto id = daemon_->Submit(yaml);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : 0;
   }
   std::vector<v1::Trial> Trials(int64_t sweep) {
     v1::ListTrialsRequest req;
     req.set_sweep_id(sweep);
-    return *controller_->ListTrials(req);
+    return *controller().ListTrials(req);
   }
   std::map<std::string, int> Counts(int64_t sweep) {
     std::map<std::string, int> out;
-    for (const auto& t : Trials(sweep)) out[TrialStateName(t.state())]++;
+    for (const auto& t : Trials(sweep)) out[v1::StateName(t.state())]++;
     return out;
-  }
-  // The token of a trial, read back from what the backend was given.
-  std::string TokenOf(int64_t trial_id) {
-    for (const auto& s : backend_->launched()) {
-      if (s.trial_id == trial_id) return s.env.at("HPO_TRIAL_TOKEN");
-    }
-    return "";
   }
   absl::StatusOr<v1::ReportResponse> Report(int64_t trial_id, std::map<std::string, double> m,
                                             std::optional<int64_t> step = std::nullopt,
@@ -90,17 +56,9 @@ class ControllerTest : public ::testing::Test {
     req.set_report_id(report_id);
     if (step) req.set_step(*step);
     for (auto& [k, v] : m) (*req.mutable_metrics())[k] = v;
-    return controller_->Report(req, token.empty() ? TokenOf(trial_id) : token);
+    return controller().Report(req, token.empty() ? daemon_->TokenOf(trial_id) : token);
   }
-  int64_t ReportRows() {
-    int64_t n = 0;
-    auto sweeps = store_->LoadSweeps();
-    for (auto& s : *sweeps) {
-      std::vector<TrialRecord> trials = *store_->LoadTrials(s.id);
-      for (auto& t : trials) n += static_cast<int64_t>(store_->LoadReports(t.id)->size());
-    }
-    return n;
-  }
+  int64_t ReportRows() { return daemon_->ReportRows(); }
 
   std::string Spec(int max_trials, int concurrent, std::string extra = "",
                    std::string objective = "{metric: loss, direction: minimize}",
@@ -112,30 +70,25 @@ class ControllerTest : public ::testing::Test {
   }
 
   void Restart(bool crash) {
-    script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(10); return f; };
+    script_ = [](const LaunchSpec&) {
+      SimulatedFate f;
+      f.run_time = absl::Seconds(10);
+      return f;
+    };
     int64_t id = Submit(Spec(4, 2));
-    controller_->RunOnce();
+    controller().RunOnce();
     auto running = Trials(id);
     ASSERT_EQ(running.size(), 2u);
     ASSERT_TRUE(Report(running[0].id(), {{"loss", 0.3}}, 4).ok());
-    controller_->RunOnce();
-    if (crash) {
-      // The daemon vanishes without a word (kill -9): nothing of it runs again.
-      (void)controller_.release();
-      (void)store_.release();
-    } else {
-      controller_.reset();
-      store_.reset();
-    }
-    OpenStore();
-    backend_ = std::make_unique<backend::SimulatedBackend>(clock_, 4, 8, [this](const LaunchSpec& s) { return script_(s); });
-    MakeController();
+    controller().RunOnce();
+    // The trials do not outlive the daemon here: nothing re-adopts them.
+    ASSERT_TRUE(daemon_->Restart(crash, /*lose_trials=*/true).ok());
     auto after = Trials(id);
     EXPECT_EQ(after[0].state(), v1::TRIAL_STATE_LOST);
     EXPECT_EQ(after[0].step(), 4);  // rebuilt from the stored reports
     EXPECT_EQ(after[0].objective(), 0.3);
     RunUntilEnded();
-    EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+    EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
     auto counts = Counts(id);
     EXPECT_EQ(counts["LOST"], 2);
     EXPECT_EQ(counts["COMPLETED"], 4);  // the sweep's 4 configurations, two of them retried
@@ -144,24 +97,20 @@ class ControllerTest : public ::testing::Test {
     EXPECT_EQ(trials[2].params().at("x").float_value(), trials[0].params().at("x").float_value());
   }
 
-  std::string root_;
-  FakeClock clock_;
-  std::unique_ptr<SqliteStore> store_;
   std::function<SimulatedFate(const LaunchSpec&)> script_;
-  std::unique_ptr<backend::SimulatedBackend> backend_;
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<fakes::TestDaemon> daemon_;
 };
 
 TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
   int64_t id = Submit(Spec(10, 3));
   int max_running = 0;
-  for (int i = 0; i < 200 && !controller_->AllSweepsEnded(); ++i) {
-    controller_->RunOnce();
-    max_running = std::max(max_running, backend_->Running());
-    clock_.Advance(absl::Seconds(1));
+  for (int i = 0; i < 200 && !controller().AllSweepsEnded(); ++i) {
+    controller().RunOnce();
+    max_running = std::max(max_running, daemon_->simulated().Running());
+    daemon_->clock().Advance(absl::Seconds(1));
   }
   EXPECT_EQ(max_running, 3);
-  auto sweep = *controller_->GetSweep(id);
+  auto sweep = *controller().GetSweep(id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 10}}));
   for (const auto& t : Trials(id)) {
@@ -169,17 +118,22 @@ TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
     EXPECT_EQ(t.backend_id(), absl::StrCat("sim:", t.id()));
   }
   // The command got its placeholders and the environment its HPO_* variables.
-  const LaunchSpec& first = backend_->launched()[0];
+  const LaunchSpec& first = daemon_->simulated().launched()[0];
   EXPECT_THAT(first.argv[1], ::testing::StartsWith("--x=0."));
-  for (const char* k : {"HPO_ENDPOINT", "HPO_SWEEP_ID", "HPO_TRIAL_ID", "HPO_TRIAL_TOKEN", "HPO_TRIAL_DIR"}) {
+  for (const char* k :
+       {"HPO_ENDPOINT", "HPO_SWEEP_ID", "HPO_TRIAL_ID", "HPO_TRIAL_TOKEN", "HPO_TRIAL_DIR"}) {
     EXPECT_TRUE(first.env.count(k)) << k;
   }
 }
 
 TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(100); return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(100);
+    return f;
+  };
   int64_t id = Submit(Spec(2, 2));
-  controller_->RunOnce();
+  controller().RunOnce();
   auto trials = Trials(id);
   ASSERT_EQ(trials.size(), 2u);
   int64_t a = trials[0].id(), b = trials[1].id();
@@ -191,12 +145,17 @@ TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
   ASSERT_TRUE(Report(a, {{"loss", 0.6}}, 10).ok());
   ASSERT_TRUE(Report(b, {{"loss", 0.5}}).ok());
   RunUntilEnded();
-  auto t = *controller_->GetTrial([&] { v1::GetTrialRequest q; q.set_trial_id(a); q.set_include_reports(true); return q; }());
+  auto t = *controller().GetTrial([&] {
+    v1::GetTrialRequest q;
+    q.set_trial_id(a);
+    q.set_include_reports(true);
+    return q;
+  }());
   EXPECT_EQ(t.trial().objective(), 0.6);  // last value, not best
   EXPECT_EQ(t.trial().step(), 10);
   EXPECT_EQ(t.reports_size(), 3);
   EXPECT_EQ(t.trial().last_metrics().at("acc"), 0.8);
-  auto sweep = *controller_->GetSweep(id);
+  auto sweep = *controller().GetSweep(id);
   EXPECT_EQ(sweep.best_trial_id(), b);
   EXPECT_EQ(sweep.best_objective(), 0.5);
 }
@@ -204,32 +163,33 @@ TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
 // A client retries a report whose reply it did not get. Without a step, only the report's id
 // tells the retry from a new report with the same values; it holds across a crash of hpod.
 TEST_F(ControllerTest, RetriedReportsAreStoredOnceAlsoAfterACrash) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(100); return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(100);
+    return f;
+  };
   int64_t id = Submit(Spec(1, 1));
-  controller_->RunOnce();
+  controller().RunOnce();
   int64_t t = Trials(id)[0].id();
   auto first = Report(t, {{"loss", 0.5}}, std::nullopt, "", 11);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->step(), 1);
   auto retry = Report(t, {{"loss", 0.5}}, std::nullopt, "", 11);
   ASSERT_TRUE(retry.ok());
-  EXPECT_EQ(retry->step(), 1);  // answered as the first was
+  EXPECT_EQ(retry->step(), 1);                                          // answered as the first was
   auto same_values = Report(t, {{"loss", 0.5}}, std::nullopt, "", 12);  // a new report
   ASSERT_TRUE(same_values.ok());
   EXPECT_EQ(same_values->step(), 2);
   ASSERT_TRUE(Report(t, {{"loss", 0.4}}, 5).ok());  // no id: step and metrics decide
   EXPECT_EQ(Report(t, {{"loss", 0.4}}, 5)->step(), 5);
   ASSERT_TRUE(Report(t, {{"loss", 0.3}}, std::nullopt, "", 13).ok());
-  controller_->RunOnce();
+  controller().RunOnce();
   EXPECT_EQ(ReportRows(), 4);
 
   // kill -9 of hpod before the last reply reached the client; the trial runs on (the simulated
   // backend stands for the node) and the restarted daemon re-adopts it.
-  (void)controller_.release();
-  (void)store_.release();
-  OpenStore();
-  MakeController();
-  controller_->RunOnce();
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  controller().RunOnce();
   ASSERT_EQ(Trials(id)[0].state(), v1::TRIAL_STATE_RUNNING);
   auto after = Report(t, {{"loss", 0.3}}, std::nullopt, "", 13);  // the client's retry
   ASSERT_TRUE(after.ok()) << after.status();
@@ -237,14 +197,18 @@ TEST_F(ControllerTest, RetriedReportsAreStoredOnceAlsoAfterACrash) {
   auto next = Report(t, {{"loss", 0.3}}, std::nullopt, "", 14);
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->step(), 7);
-  controller_->RunOnce();
+  controller().RunOnce();
   EXPECT_EQ(ReportRows(), 5);
 }
 
 TEST_F(ControllerTest, BadReportsStoreNothing) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(5); return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(5);
+    return f;
+  };
   int64_t id = Submit(Spec(1, 1));
-  controller_->RunOnce();
+  controller().RunOnce();
   int64_t t = Trials(id)[0].id();
   EXPECT_TRUE(absl::IsUnauthenticated(Report(t, {{"loss", 1}}, std::nullopt, "wrong").status()));
   EXPECT_TRUE(absl::IsUnauthenticated(Report(t + 100, {{"loss", 1}}, std::nullopt, "x").status()));
@@ -256,7 +220,7 @@ TEST_F(ControllerTest, BadReportsStoreNothing) {
   EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"bad name!", 1}}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"loss", 1}}, -1).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(Report(t, {{"loss", 1}}, int64_t{1} << 60).status()));
-  controller_->RunOnce();
+  controller().RunOnce();
   EXPECT_EQ(ReportRows(), 0);
   RunUntilEnded();
   auto late = Report(t, {{"loss", 1}});
@@ -265,10 +229,14 @@ TEST_F(ControllerTest, BadReportsStoreNothing) {
 }
 
 TEST_F(ControllerTest, TooManyFailuresFailTheSweep) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.exit_code = 2; return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.exit_code = 2;
+    return f;
+  };
   int64_t id = Submit(Spec(20, 2, "", "{metric: loss, direction: minimize}", ", max_failed: 3"));
   RunUntilEnded();
-  auto sweep = *controller_->GetSweep(id);
+  auto sweep = *controller().GetSweep(id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_FAILED);
   EXPECT_THAT(sweep.message(), ::testing::HasSubstr("max_failed"));
   auto counts = Counts(id);
@@ -291,7 +259,7 @@ TEST_F(ControllerTest, LostTrialsAreRetriedAsInfrastructureFailures) {
   EXPECT_EQ(trials[1].retry_of(), trials[0].id());
   EXPECT_EQ(trials[1].attempt(), 2);
   EXPECT_EQ(trials[1].params().at("x").float_value(), trials[0].params().at("x").float_value());
-  EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Counts(id)["COMPLETED"], 3);
 }
 
@@ -303,17 +271,17 @@ TEST_F(ControllerTest, CancelStopsRunningTrialsAndIgnoresTheRest) {
     return f;
   };
   int64_t id = Submit(Spec(10, 4));
-  controller_->RunOnce();
-  EXPECT_EQ(backend_->Running(), 4);
-  auto s = controller_->Cancel(id);
+  controller().RunOnce();
+  EXPECT_EQ(daemon_->simulated().Running(), 4);
+  auto s = controller().Cancel(id);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->state(), v1::SWEEP_STATE_RUNNING);  // still winding down
   RunUntilEnded();
-  EXPECT_EQ(controller_->GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"CANCELED", 4}}));
-  EXPECT_EQ(backend_->Running(), 0);
-  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Cancel(id).status()));
-  EXPECT_TRUE(absl::IsNotFound(controller_->Cancel(id + 1).status()));
+  EXPECT_EQ(daemon_->simulated().Running(), 0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller().Cancel(id).status()));
+  EXPECT_TRUE(absl::IsNotFound(controller().Cancel(id + 1).status()));
 }
 
 TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
@@ -324,7 +292,7 @@ TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
     return f;
   };
   int64_t id = Submit(Spec(10, 3, "", "{metric: loss, direction: minimize, goal: 0.1}"));
-  controller_->RunOnce();
+  controller().RunOnce();
   auto trials = Trials(id);
   ASSERT_EQ(trials.size(), 3u);
   auto r = Report(trials[0].id(), {{"loss", 0.5}});
@@ -339,7 +307,7 @@ TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
   EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
   EXPECT_THAT(r->reason(), ::testing::HasSubstr("reached the goal"));
   RunUntilEnded();
-  auto sweep = *controller_->GetSweep(id);
+  auto sweep = *controller().GetSweep(id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_GOAL_REACHED);
   EXPECT_EQ(sweep.best_trial_id(), trials[1].id());
   EXPECT_EQ(Trials(id).size(), 3u);  // no trial started after the goal
@@ -353,25 +321,28 @@ TEST_F(ControllerTest, EarlyStopIsToldFirstAndEnforcedAfterGrace) {
     f.stop_after = absl::Minutes(5);  // the trial ignores the stop as long as it can
     return f;
   };
-  int64_t id = Submit(Spec(2, 2, "early_stopping: {name: asha, min_resource: 1, reduction_factor: 3}\nstop_grace: 10s\n"));
-  controller_->RunOnce();
+  int64_t id = Submit(Spec(
+      2, 2,
+      "early_stopping: {name: asha, min_resource: 1, reduction_factor: 3}\nstop_grace: 10s\n"));
+  controller().RunOnce();
   auto trials = Trials(id);
   ASSERT_EQ(trials.size(), 2u);
-  ASSERT_EQ(Report(trials[0].id(), {{"loss", 0.1}}, 1)->action(), v1::ReportResponse::ACTION_CONTINUE);
+  ASSERT_EQ(Report(trials[0].id(), {{"loss", 0.1}}, 1)->action(),
+            v1::ReportResponse::ACTION_CONTINUE);
   auto r = Report(trials[1].id(), {{"loss", 0.9}}, 1);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
   EXPECT_THAT(r->reason(), ::testing::HasSubstr("asha"));
   // Told, not yet forced: within the grace period the backend has not been asked.
   for (int i = 0; i < 5; ++i) {
-    clock_.Advance(absl::Seconds(1));
-    controller_->RunOnce();
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
   }
-  EXPECT_EQ(backend_->Running(), 2);
+  EXPECT_EQ(daemon_->simulated().Running(), 2);
   // Past the grace period hpod stops it (SIGTERM, SIGKILL after another grace period).
   for (int i = 0; i < 30; ++i) {
-    clock_.Advance(absl::Seconds(1));
-    controller_->RunOnce();
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
   }
   auto after = Trials(id);
   EXPECT_EQ(after[1].state(), v1::TRIAL_STATE_STOPPED);
@@ -381,27 +352,36 @@ TEST_F(ControllerTest, EarlyStopIsToldFirstAndEnforcedAfterGrace) {
 }
 
 TEST_F(ControllerTest, PauseHoldsNewTrials) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(5); return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(5);
+    return f;
+  };
   int64_t id = Submit(Spec(4, 1));
-  controller_->RunOnce();
-  ASSERT_TRUE(controller_->Pause(id).ok());
-  EXPECT_TRUE(absl::IsFailedPrecondition(controller_->Pause(id).status()));
+  controller().RunOnce();
+  ASSERT_TRUE(controller().Pause(id).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(controller().Pause(id).status()));
   for (int i = 0; i < 30; ++i) {
-    clock_.Advance(absl::Seconds(1));
-    controller_->RunOnce();
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
   }
   EXPECT_EQ(Trials(id).size(), 1u);
-  ASSERT_TRUE(controller_->Resume(id).ok());
+  ASSERT_TRUE(controller().Resume(id).ok());
   RunUntilEnded();
   EXPECT_EQ(Counts(id)["COMPLETED"], 4);
 }
 
 TEST_F(ControllerTest, WallTimeEndsTheSweep) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Minutes(10); return f; };
-  int64_t id = Submit(absl::StrCat("parameters: {x: [1, 2, 3]}\nobjective: {metric: m, direction: max}\n",
-                                   "command: t\nbudget: {max_concurrent: 2, wall_time: 15m}\n"));
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Minutes(10);
+    return f;
+  };
+  int64_t id =
+      Submit(absl::StrCat("parameters: {x: [1, 2, 3]}\nobjective: {metric: m, direction: max}\n",
+                          "command: t\nbudget: {max_concurrent: 2, wall_time: 15m}\n"));
   RunUntilEnded();
-  auto sweep = *controller_->GetSweep(id);
+  auto sweep = *controller().GetSweep(id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_TIMED_OUT);
   auto counts = Counts(id);
   EXPECT_EQ(counts["COMPLETED"], 2);
@@ -409,14 +389,18 @@ TEST_F(ControllerTest, WallTimeEndsTheSweep) {
 }
 
 TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
-  script_ = [](const LaunchSpec&) { SimulatedFate f; f.run_time = absl::Seconds(3); return f; };
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(3);
+    return f;
+  };
   int64_t id = Submit(Spec(3, 1));
   for (int i = 0; i < 4; ++i) {
-    controller_->RunOnce();
-    clock_.Advance(absl::Seconds(1));
+    controller().RunOnce();
+    daemon_->clock().Advance(absl::Seconds(1));
   }
   auto early = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(controller_->Watch(id, 0, early).ok());
+  ASSERT_TRUE(controller().Watch(id, 0, early).ok());
   size_t replayed = early->events.size();
   EXPECT_GT(replayed, 3u);
   RunUntilEnded();
@@ -431,11 +415,11 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   // Resuming from the middle gives exactly the rest.
   auto resumed = std::make_shared<RecordingSink>();
   int64_t mid = early->events[replayed / 2].seq();
-  ASSERT_TRUE(controller_->Watch(id, mid, resumed).ok());
+  ASSERT_TRUE(controller().Watch(id, mid, resumed).ok());
   ASSERT_TRUE(resumed->closed.has_value());
   EXPECT_EQ(resumed->events.size(), early->events.size() - replayed / 2 - 1);
   EXPECT_EQ(resumed->events.back().seq(), last.seq());
-  EXPECT_TRUE(absl::IsNotFound(controller_->Watch(id + 9, 0, resumed)));
+  EXPECT_TRUE(absl::IsNotFound(controller().Watch(id + 9, 0, resumed)));
 }
 
 TEST_F(ControllerTest, CrashMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/true); }
@@ -445,13 +429,13 @@ TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");
   req.set_source("bad.yaml");
-  auto s = controller_->Submit(req);
+  auto s = controller().Submit(req);
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("bad.yaml:2:"));
-  EXPECT_TRUE(store_->LoadSweeps()->empty());
+  EXPECT_TRUE(daemon_->sqlite().LoadSweeps()->empty());
   // Resources that can never fit are refused at submit.
   req.set_spec_yaml(Spec(1, 1, "resources: {gpus: 8}\n"));
-  s = controller_->Submit(req);
+  s = controller().Submit(req);
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("GPU"));
 }

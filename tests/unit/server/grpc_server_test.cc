@@ -2,15 +2,14 @@
 // oversized messages are refused by the transport, wrong tokens change nothing.
 #include <stdlib.h>
 
-#include "gtest/gtest.h"
 #include <future>
 
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "server/controller.h"
 #include "server/hpo_service.h"
-#include "server/sqlite_store.h"
-#include "slurm_backend/simulated_backend.h"
+#include "tests/fakes/test_daemon.h"
 
 namespace hpo::server {
 namespace {
@@ -18,18 +17,13 @@ namespace {
 class GrpcServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hpo-grpc-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
-    store_ = std::move(*SqliteStore::Open(root_ + "/hpod.db"));
-    backend_ = std::make_unique<backend::SimulatedBackend>(SystemClock::Get(), 0, 4,
-                                                           [](const backend::LaunchSpec&) { return backend::SimulatedFate{}; });
-    Controller::Options o;
-    o.data_dir = DataDir(root_);
-    controller_ = std::make_unique<Controller>(o, *store_, *backend_, SystemClock::Get());
-    ASSERT_TRUE(controller_->Recover().ok());
-    controller_->Start();
-    hpo_ = std::make_unique<HpoServiceImpl>(*controller_, "user-token");
-    report_ = std::make_unique<ReportServiceImpl>(*controller_);
+    fakes::TestDaemon::Options o;
+    o.gpus = 0;
+    o.slots = 4;
+    daemon_ = std::make_unique<fakes::TestDaemon>(o);
+    daemon_->controller().Start();
+    hpo_ = std::make_unique<HpoServiceImpl>(daemon_->controller(), daemon_->files(), "user-token");
+    report_ = std::make_unique<ReportServiceImpl>(daemon_->controller());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(builder);
     int port = 0;
@@ -38,16 +32,14 @@ class GrpcServerTest : public ::testing::Test {
     builder.RegisterService(report_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(port, 0);
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials());
   }
   void TearDown() override {
     server_->Shutdown();
-    controller_->Shutdown();
+    daemon_->controller().Shutdown();
   }
-  std::string root_;
-  std::unique_ptr<SqliteStore> store_;
-  std::unique_ptr<backend::SimulatedBackend> backend_;
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<fakes::TestDaemon> daemon_;
   std::unique_ptr<HpoServiceImpl> hpo_;
   std::unique_ptr<ReportServiceImpl> report_;
   std::unique_ptr<grpc::Server> server_;
@@ -63,7 +55,7 @@ TEST_F(GrpcServerTest, OversizedMessageIsRefused) {
   v1::SubmitSweepResponse resp;
   grpc::Status s = stub->SubmitSweep(&ctx, req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
-  EXPECT_TRUE(store_->LoadSweeps()->empty());
+  EXPECT_TRUE(daemon_->sqlite().LoadSweeps()->empty());
 }
 
 TEST_F(GrpcServerTest, WrongUserTokenIsUnauthenticated) {
@@ -125,7 +117,8 @@ TEST_F(GrpcServerTest, ReflectionListsOurServices) {
   grpc::GenericStub stub(channel_);
   grpc::ClientContext ctx;
   grpc::CompletionQueue cq;
-  auto call = stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto call =
+      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
   void* tag;
   bool ok;
   call->StartCall(reinterpret_cast<void*>(1));

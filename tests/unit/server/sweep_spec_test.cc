@@ -37,7 +37,8 @@ TEST(SweepSpec, ParsesEverySection) {
   EXPECT_TRUE(s.space.params[0].log);
   EXPECT_EQ(*s.space.params[1].step, 16);
   EXPECT_EQ(s.space.params[3].choices[0], algorithms::ParamValue(true));
-  EXPECT_EQ(s.space.params[3].choices[2], algorithms::ParamValue(std::string("1")));  // quoted stays a string
+  EXPECT_EQ(s.space.params[3].choices[2],
+            algorithms::ParamValue(std::string("1")));  // quoted stays a string
   EXPECT_EQ(s.space.params[4].type, algorithms::ParamType::kFixed);
   EXPECT_EQ(s.objective.metric, "val_loss");
   EXPECT_TRUE(s.objective.use_best);
@@ -53,17 +54,22 @@ TEST(SweepSpec, ParsesEverySection) {
 
 TEST(SweepSpec, RendersPlaceholdersAndFlags) {
   SweepSpec s = *ParseSweepSpec(kGood, "demo.yaml", "/base").spec;
-  algorithms::Params p = {{"lr", 0.001}, {"act", std::string("tanh")}, {"units", int64_t{32}},
-                          {"flag", true}, {"epochs", int64_t{10}}};
-  EXPECT_THAT(s.RenderCommand(p, 7, 3, 1, "/d/t3"),
-              ::testing::ElementsAre("python3", "train.py", "--lr=0.001", "--act=tanh", "--dir=/d/t3"));
+  algorithms::Params p = {{"lr", 0.001},
+                          {"act", std::string("tanh")},
+                          {"units", int64_t{32}},
+                          {"flag", true},
+                          {"epochs", int64_t{10}}};
+  EXPECT_THAT(
+      s.RenderCommand(p, 7, 3, 1, "/d/t3"),
+      ::testing::ElementsAre("python3", "train.py", "--lr=0.001", "--act=tanh", "--dir=/d/t3"));
   s.pass_flags = true;
   auto argv = s.RenderCommand(p, 7, 3, 1, "/d/t3");
   EXPECT_EQ(argv.back(), "--units=32");
   ParseResult shell = ParseSweepSpec(R"(command: "run --name {act} --x {{literal}}"
 parameters: {act: ["a b"]}
 objective: {metric: m, direction: max}
-budget: {max_trials: 1})", "s.yaml", "/");
+budget: {max_trials: 1})",
+                                     "s.yaml", "/");
   ASSERT_TRUE(shell.errors.empty()) << shell.errors.front();
   EXPECT_THAT(shell.spec->RenderCommand({{"act", std::string("a b")}}, 1, 0, 1, "/t"),
               ::testing::ElementsAre("/bin/sh", "-c", "run --name 'a b' --x {literal}"));
@@ -74,7 +80,9 @@ std::vector<std::string> Errors(const std::string& yaml) {
 }
 
 TEST(SweepSpec, ErrorsNameFileLineColumn) {
-  auto e = Errors("parameters:\n  lr: {type: float, low: 1, high: 0}\nobjective: {metric: m, direction: max}\ncommand: x\nbudget: {max_trials: 2}\n");
+  auto e = Errors(
+      "parameters:\n  lr: {type: float, low: 1, high: 0}\nobjective: {metric: m, direction: "
+      "max}\ncommand: x\nbudget: {max_trials: 2}\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("bad.yaml:2:7:"));
   EXPECT_THAT(e[0], HasSubstr("low must not exceed high"));
@@ -92,7 +100,9 @@ command: x
 budget: {max_trial: 5}
 )");
   ASSERT_FALSE(e.empty());
-  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:10: unknown key 'max_trial' in budget (did you mean 'max_trials'?)"));
+  EXPECT_THAT(
+      e[0],
+      HasSubstr("bad.yaml:4:10: unknown key 'max_trial' in budget (did you mean 'max_trials'?)"));
 }
 
 TEST(SweepSpec, CollectsSeveralErrors) {
@@ -115,24 +125,31 @@ budget: {max_concurrent: 0}
 }
 
 TEST(SweepSpec, RandomNeedsABound) {
-  auto e = Errors("parameters: {x: {type: float, low: 0, high: 1}}\nobjective: {metric: m, direction: min}\ncommand: x\n");
+  auto e = Errors(
+      "parameters: {x: {type: float, low: 0, high: 1}}\nobjective: {metric: m, direction: "
+      "min}\ncommand: x\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("max_trials or budget.wall_time"));
   // A grid is bounded by itself.
-  EXPECT_TRUE(Errors("parameters: {x: [1, 2]}\nobjective: {metric: m, direction: min}\ncommand: x\nalgorithm: grid\n").empty());
+  EXPECT_TRUE(Errors("parameters: {x: [1, 2]}\nobjective: {metric: m, direction: min}\ncommand: "
+                     "x\nalgorithm: grid\n")
+                  .empty());
 }
 
 TEST(SweepSpec, RefusesEmptyAndHugeFiles) {
   EXPECT_THAT(Errors(""), ::testing::ElementsAre(HasSubstr("empty")));
-  EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')), ::testing::ElementsAre(HasSubstr("bytes; at most")));
+  EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')),
+              ::testing::ElementsAre(HasSubstr("bytes; at most")));
 }
 
-constexpr const char* kBase = "parameters: {g: [1, 2], x: {type: float, low: 0, high: 1}}\n"
-                              "objective: {metric: m, direction: min}\ncommand: x\n"
-                              "budget: {max_trials: 10, max_concurrent: 4}\n";
+constexpr const char* kBase =
+    "parameters: {g: [1, 2], x: {type: float, low: 0, high: 1}}\n"
+    "objective: {metric: m, direction: min}\ncommand: x\n"
+    "budget: {max_trials: 10, max_concurrent: 4}\n";
 
 TEST(SweepSpec, GpusFromAParameter) {
-  ParseResult r = ParseSweepSpec(std::string(kBase) + "resources: {gpus: \"{g}\", cpus: 2}\n", "s.yaml", "/");
+  ParseResult r =
+      ParseSweepSpec(std::string(kBase) + "resources: {gpus: \"{g}\", cpus: 2}\n", "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const SweepSpec& s = *r.spec;
   EXPECT_EQ(s.gpus_param, "g");
@@ -155,15 +172,16 @@ TEST(SweepSpec, GpusFromAParameter) {
 }
 
 TEST(SweepSpec, SlurmSectionAndStopSignal) {
-  ParseResult r = ParseSweepSpec(std::string(kBase) +
-                                     "resources: {gpus: \"{g}\"}\n"
-                                     "stop_signal: SIGUSR1\n"
-                                     "slurm:\n"
-                                     "  partition: gpu\n"
-                                     "  time_limit: 2h\n"
-                                     "  exclusive: true\n"
-                                     "  allocation: {nodes: 2, gpus_per_node: 4, memory: 64G, max: 3, idle_timeout: 5s}\n",
-                                 "s.yaml", "/");
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "resources: {gpus: \"{g}\"}\n"
+          "stop_signal: SIGUSR1\n"
+          "slurm:\n"
+          "  partition: gpu\n"
+          "  time_limit: 2h\n"
+          "  exclusive: true\n"
+          "  allocation: {nodes: 2, gpus_per_node: 4, memory: 64G, max: 3, idle_timeout: 5s}\n",
+      "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const backend::Placement& p = r.spec->placement;
   EXPECT_EQ(r.spec->stop_signal, SIGUSR1);
@@ -180,22 +198,28 @@ TEST(SweepSpec, SlurmSectionAndStopSignal) {
   auto e = Errors(std::string(kBase) + "stop_signal: SIGNOPE\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("5:14: stop_signal must be a signal name"));
-  e = Errors(std::string(kBase) + "resources: {gpus: 2}\nslurm:\n  allocation: {gpus_per_node: 1, memory: lots}\n");
+  e = Errors(std::string(kBase) +
+             "resources: {gpus: 2}\nslurm:\n  allocation: {gpus_per_node: 1, memory: lots}\n");
   ASSERT_EQ(e.size(), 2u);
   EXPECT_THAT(e[0], HasSubstr("slurm allocation memory must be a size"));
-  EXPECT_THAT(e[1], HasSubstr("7:15: slurm allocation has 1 GPU(s) per node but a trial asks for up to 2"));
+  EXPECT_THAT(
+      e[1], HasSubstr("7:15: slurm allocation has 1 GPU(s) per node but a trial asks for up to 2"));
   e = Errors(std::string(kBase) + "slurm: {mode: step}\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("slurm mode must be steps or jobs"));
   // jobs mode does not hold allocations, so their shape is not checked.
-  EXPECT_TRUE(Errors(std::string(kBase) + "resources: {gpus: 2}\nslurm: {mode: jobs, allocation: {gpus_per_node: 1}}\n").empty());
+  EXPECT_TRUE(Errors(std::string(kBase) +
+                     "resources: {gpus: 2}\nslurm: {mode: jobs, allocation: {gpus_per_node: 1}}\n")
+                  .empty());
 }
 
 TEST(SweepSpec, GeneticSettings) {
-  ParseResult r = ParseSweepSpec(std::string(kBase) +
-                                     "algorithm: {name: genetic, population: 12, tournament: 4, crossover_rate: 0.7,"
-                                     " mutation_rate: 0.2, mutation_scale: 0.05, elitism: 1, demes: 3, migration_interval: 5}\n",
-                                 "s.yaml", "/");
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "algorithm: {name: genetic, population: 12, tournament: 4, crossover_rate: 0.7,"
+          " mutation_rate: 0.2, mutation_scale: 0.05, elitism: 1, demes: 3, migration_interval: "
+          "5}\n",
+      "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const algorithms::AlgorithmSpec& a = r.spec->algorithm;
   EXPECT_EQ(a.name, "genetic");
@@ -207,23 +231,28 @@ TEST(SweepSpec, GeneticSettings) {
   EXPECT_EQ(a.elitism, 1);
   EXPECT_EQ(a.demes, 3);
   EXPECT_EQ(a.migration_interval, 5);
-  auto e = Errors(std::string(kBase) + "algorithm: {name: genetic, population: 4, elitism: 4, mutation_rate: 2}\n");
+  auto e = Errors(std::string(kBase) +
+                  "algorithm: {name: genetic, population: 4, elitism: 4, mutation_rate: 2}\n");
   ASSERT_EQ(e.size(), 2u);
   EXPECT_THAT(e[0], HasSubstr("5:70: algorithm mutation_rate must be between 0 and 1"));
   EXPECT_THAT(e[1], HasSubstr("algorithm elitism must be below population"));
 }
 
 TEST(SweepSpec, TpeAndAshaSettings) {
-  ParseResult r = ParseSweepSpec(std::string(kBase) +
-                                     "algorithm: {name: tpe, startup_trials: 5, multivariate: false}\n"
-                                     "early_stopping: {name: asha, min_resource: 2, max_resource: 54, bootstrap: 5}\n",
-                                 "s.yaml", "/");
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "algorithm: {name: tpe, startup_trials: 5, multivariate: false}\n"
+          "early_stopping: {name: asha, min_resource: 2, max_resource: 54, bootstrap: 5}\n",
+      "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   EXPECT_EQ(r.spec->algorithm.tpe_startup_trials, 5);
   EXPECT_FALSE(r.spec->algorithm.tpe_multivariate);
   EXPECT_EQ(r.spec->early_stopping.bootstrap, 5);
-  EXPECT_TRUE(ParseSweepSpec(std::string(kBase) + "algorithm: tpe\n", "s.yaml", "/").spec->algorithm.tpe_multivariate);
-  auto e = Errors(std::string(kBase) + "algorithm: {name: tpe, multivariate: 3}\nearly_stopping: {name: asha, bootstrap: -1}\n");
+  EXPECT_TRUE(ParseSweepSpec(std::string(kBase) + "algorithm: tpe\n", "s.yaml", "/")
+                  .spec->algorithm.tpe_multivariate);
+  auto e = Errors(
+      std::string(kBase) +
+      "algorithm: {name: tpe, multivariate: 3}\nearly_stopping: {name: asha, bootstrap: -1}\n");
   ASSERT_EQ(e.size(), 2u);
   EXPECT_THAT(e[0], HasSubstr("5:"));
   EXPECT_THAT(e[0], HasSubstr("multivariate"));

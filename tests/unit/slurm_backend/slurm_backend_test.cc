@@ -1,6 +1,6 @@
-// SlurmBackend's steps mode against a scripted slurmctld (FakeSlurm) and a stand-in for srun that
-// runs the trial's command on this machine: packing, the pool growing and shrinking, and how a
-// step's end is classified. The real thing runs in tests/slurm/test_steps_mode.sh.
+// SlurmBackend's steps mode against a scripted slurmctld (tests/fakes/fake_slurm.h) and a stand-in
+// for srun that runs the trial's command on this machine: packing, the pool growing and shrinking,
+// and how a step's end is classified. The real thing runs in tests/slurm/test_steps_mode.sh.
 #include "slurm_backend/slurm_backend.h"
 
 #include <signal.h>
@@ -14,56 +14,19 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/fakes/fake_slurm.h"
 
-namespace hpo::backend {
+namespace hpo::slurm {
 namespace {
+
+using backend::BackendEvent;
+using backend::LaunchSpec;
+using backend::Placement;
+using backend::Resources;
+using fakes::FakeSlurm;
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
-
-struct FakeSlurm final : public SlurmApi {
-  explicit FakeSlurm(std::vector<uint32_t>& canceled_out) : canceled(canceled_out) {}
-  struct Job {
-    JobRequest req;
-    JobStatus status;
-  };
-  std::map<uint32_t, Job> jobs;
-  std::vector<uint32_t>& canceled;  // outlives the fake (the backend owns it)
-  uint32_t next_id = 100;
-  int queries = 0;
-
-  absl::StatusOr<uint32_t> Submit(const JobRequest& req) override {
-    uint32_t id = next_id++;
-    jobs[id] = {req, {id, JobState::kPending, 0, "", req.name}};
-    return id;
-  }
-  absl::Status WillRun(const JobRequest& req) override {
-    if (req.partition == "nosuch") return absl::InvalidArgumentError("Invalid partition name specified");
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<JobStatus>> QueryMine() override {
-    ++queries;
-    std::vector<JobStatus> out;
-    for (auto& [id, j] : jobs) out.push_back(j.status);
-    return out;
-  }
-  absl::Status Signal(uint32_t, int) override { return absl::OkStatus(); }
-  absl::Status Cancel(uint32_t job_id) override {
-    canceled.push_back(job_id);
-    jobs[job_id].status.state = JobState::kCancelled;
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<StepStatus>> QuerySteps() override { return std::vector<StepStatus>{}; }
-  absl::Status SignalStep(uint32_t, uint32_t, int) override { return absl::OkStatus(); }
-  absl::Status CancelStep(uint32_t, uint32_t) override { return absl::OkStatus(); }
-  std::vector<std::string> ExpandHostlist(const std::string& list) override {
-    return absl::StrSplit(list, ',', absl::SkipEmpty());
-  }
-  void Run(uint32_t id, const std::string& nodes) {
-    jobs[id].status.state = JobState::kRunning;
-    jobs[id].status.nodes = nodes;
-  }
-};
 
 class SlurmStepsTest : public ::testing::Test {
  protected:
@@ -72,13 +35,15 @@ class SlurmStepsTest : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     // srun's stand-in: records its options, drops them, runs the command.
     srun_ = dir_ + "/srun";
-    ASSERT_TRUE(WriteFileAtomic(srun_,
-                                "#!/bin/sh\n"
-                                "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
-                                "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
-                                "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_GPUS=3,1\n"
-                                "exec \"$@\"\n",
-                                0755).ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(srun_,
+                        "#!/bin/sh\n"
+                        "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
+                        "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
+                        "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_GPUS=3,1\n"
+                        "exec \"$@\"\n",
+                        0755)
+            .ok());
     auto fake = std::make_unique<FakeSlurm>(canceled_);
     slurm_ = fake.get();
     SlurmBackend::Options options;
@@ -117,7 +82,8 @@ class SlurmStepsTest : public ::testing::Test {
     std::vector<BackendEvent> ends;
     for (int i = 0; i < 1000 && ends.size() < n; ++i) {
       for (auto& e : backend_->Poll()) {
-        if (e.kind == BackendEvent::Kind::kExited || e.kind == BackendEvent::Kind::kLost) ends.push_back(e);
+        if (e.kind == BackendEvent::Kind::kExited || e.kind == BackendEvent::Kind::kLost)
+          ends.push_back(e);
       }
       if (ends.size() < n) ::usleep(10'000);
     }
@@ -179,7 +145,11 @@ TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
   EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u) << "max is 2";
-  for (int i = 0; i < 500 && std::vector<std::string>(absl::StrSplit(ReadFile(dir_ + "/argv.log").value_or(""), '\n', absl::SkipEmpty())).size() < 4; ++i) {
+  for (int i = 0;
+       i < 500 && std::vector<std::string>(absl::StrSplit(ReadFile(dir_ + "/argv.log").value_or(""),
+                                                          '\n', absl::SkipEmpty()))
+                          .size() < 4;
+       ++i) {
     ::usleep(10'000);  // the four stand-ins have started
   }
   for (int64_t t = 1; t <= 4; ++t) EXPECT_TRUE(backend_->Stop(t, absl::Seconds(1)).ok());
@@ -223,8 +193,13 @@ TEST_F(SlurmStepsTest, CpuOnlyStepsNameNoGres) {
 TEST_F(SlurmStepsTest, TellsFailuresFromStepsTakenAway) {
   Allocate("n1");
   ASSERT_TRUE(backend_->Launch(Spec(1, {"sh", "-c", "exit 3"}, 1)).ok());
-  ASSERT_TRUE(backend_->Launch(
-      Spec(2, {"sh", "-c", "echo 'slurmstepd: error: *** STEP 100.1 ON n1 CANCELLED AT 2026-11-30T10:00:00 ***' >&2; exit 137"}, 1)).ok());
+  ASSERT_TRUE(backend_
+                  ->Launch(Spec(2,
+                                {"sh", "-c",
+                                 "echo 'slurmstepd: error: *** STEP 100.1 ON n1 CANCELLED AT "
+                                 "2026-11-30T10:00:00 ***' >&2; exit 137"},
+                                1))
+                  .ok());
   auto ends = WaitEnds(2);
   ASSERT_EQ(ends.size(), 2u);
   for (const auto& e : ends) {
@@ -292,8 +267,9 @@ TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
   placement_.partition.clear();
   placement_.allocation.job = 7;
   s = backend_->CheckFits(Gpus(1), placement_);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("job 7 is not a pending or running job of yours"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("job 7 is not a pending or running job of yours"));
 }
 
 }  // namespace
-}  // namespace hpo::backend
+}  // namespace hpo::slurm

@@ -1,0 +1,147 @@
+#pragma once
+// Backend: runs trials somewhere (local processes, Slurm steps or jobs, a simulation). Two groups
+// of methods: the capacity questions (Capacity) and the verbs of a trial's life (Backend).
+//
+// Every method is called from the controller's thread only; implementations need no locking
+// of their own for these calls. Launch and Stop return at once; what happens afterwards arrives
+// as BackendEvents from Poll(), which the controller calls on every tick.
+//
+// Errors: Launch returns RESOURCE_EXHAUSTED when the trial does not fit now, INVALID_ARGUMENT
+// for a spec the backend can never run, UNAVAILABLE when the backend is temporarily away.
+
+#include <csignal>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace hpo::backend {
+
+// What one trial asks for.
+struct Resources {
+  int gpus = 0;           // per node (gpus_per_task x tasks_per_node when that is set)
+  int gpus_per_task = 0;  // not 0: each task gets its own GPUs (Slurm: --gpus-per-task)
+  int cpus = 1;           // per task
+  int nodes = 1;
+  int tasks_per_node = 1;
+};
+
+// The allocations hpod holds for a sweep in Slurm `steps` mode (the sweep's `slurm.allocation`).
+// The sweep spec fills every field from the trials' resources when the file leaves it out.
+struct AllocationShape {
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int cpus_per_node = 1;
+  int64_t memory_mb = 0;  // per node; 0: the site's default. Steps get an even share per CPU.
+  int max = 1;            // allocations the pool may grow to
+  absl::Duration idle_timeout = absl::Seconds(30);  // an allocation with no steps goes after this
+  uint32_t job = 0;  // not 0: use this running job of the user's (salloc, sbatch) instead;
+                     // hpod neither requests more nor cancels it
+};
+
+// Where a trial may run on a Slurm cluster (the sweep's `slurm:` section). The local backend
+// ignores it.
+struct Placement {
+  std::string mode = "steps";  // "steps": steps in allocations hpod holds; "jobs": a job per trial
+  std::string partition, account, qos, constraint, reservation;
+  int time_limit_minutes = 0;  // 0: the partition's default (per allocation, or per trial job)
+  AllocationShape allocation;  // steps mode
+  bool exclusive = false;      // whole nodes (sbatch --exclusive)
+  std::string comment, licenses;
+};
+
+struct LaunchSpec {
+  int64_t trial_id = 0;
+  int64_t sweep_id = 0;
+  std::vector<std::string> argv;           // argv[0] is looked up in the trial's PATH
+  std::map<std::string, std::string> env;  // set on top of the daemon's environment
+  std::string workdir;                     // absolute
+  std::string trial_dir;                   // absolute; exists; logs go here
+  Resources resources;
+  Placement placement;
+  int stop_signal = SIGTERM;  // what Stop sends first
+};
+
+struct BackendEvent {
+  enum class Kind {
+    kStarted,  // the trial's process runs; backend_id and gpus are set
+    kExited,   // the process ended; exit_code / term_signal say how
+    kLost,     // the backend can no longer tell what happened (infrastructure failure)
+    kUpdated,  // more is known about a running trial: backend_id (and gpus when set) replace the
+               // old
+  };
+  Kind kind = Kind::kStarted;
+  int64_t trial_id = 0;
+  absl::Time time;
+  int exit_code = 0;            // kExited: the exit status, or -1 when killed by a signal
+  int term_signal = 0;          // kExited: the signal that ended it, 0 if none
+  bool stop_requested = false;  // kExited: Stop() had been called for it
+  std::string backend_id;       // kStarted: e.g. "local:pid=1234"
+  std::string gpus;             // kStarted: the CUDA_VISIBLE_DEVICES it got
+  std::string message;          // human-readable detail (exec failure, loss reason)
+
+  static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {
+    BackendEvent e;
+    e.kind = kind;
+    e.trial_id = trial_id;
+    e.time = time;
+    return e;
+  }
+};
+
+// The questions about room: whether a trial could ever run here and whether it can start now.
+// Answered from the backend's own accounting, without side effects beyond noting demand.
+class Capacity {
+ public:
+  virtual ~Capacity() = default;
+  // OK when a trial with `r` could ever run here; INVALID_ARGUMENT saying why not otherwise.
+  [[nodiscard]] virtual absl::Status CheckFits(const Resources& r, const Placement& p) = 0;
+  // True when a trial of `sweep_id` with `r` can start now. A backend that grows its capacity on
+  // demand (Slurm steps mode) takes a false answer as a trial waiting.
+  virtual bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) = 0;
+  // Number of trials the backend is running.
+  virtual int Running() const = 0;
+  // Capacity for summaries ("4 GPUs, 8 CPUs").
+  virtual std::string Describe() const = 0;
+};
+
+// The verbs of a trial's life on the backend, after the capacity questions.
+class Backend : public Capacity {
+ public:
+  virtual std::string Name() const = 0;
+  // Starts the trial. After OK, Poll() eventually reports kStarted and later kExited or kLost.
+  [[nodiscard]] virtual absl::Status Launch(const LaunchSpec& spec) = 0;
+  // Asks a running trial to end: its LaunchSpec's stop_signal, after `grace` SIGKILL.
+  // NOT_FOUND when the backend does not know the trial (already ended).
+  [[nodiscard]] virtual absl::Status Stop(int64_t trial_id, absl::Duration grace) = 0;
+  // Events since the last call, oldest first. Also drives the backend's own timers.
+  virtual std::vector<BackendEvent> Poll() = 0;
+  // After a restart: a trial the store says was launched, or may have been, when the daemon last
+  // stopped (`spec` as it was launched; `backend_id` and `gpus` as stored, possibly empty). When
+  // the backend finds it, it takes it back: OK, and Poll() reports kStarted (with the backend id)
+  // and later kExited or kLost, at once when the trial already ended while the daemon was away
+  // and its outcome is known. NOT_FOUND when nothing of the trial runs and nothing says how it
+  // ended; UNIMPLEMENTED when this backend cannot re-adopt trials.
+  [[nodiscard]] virtual absl::Status Adopt(const LaunchSpec& /*spec*/,
+                                           const std::string& /*backend_id*/,
+                                           const std::string& /*gpus*/) {
+    return absl::UnimplementedError("this backend cannot re-adopt trials");
+  }
+  // A trial the store says was running that was not (or could not be) adopted: end whatever is
+  // left of it so that it does not run unaccounted.
+  virtual void Reclaim(int64_t trial_id, const std::string& backend_id) = 0;
+  // The daemon exits and leaves its trials running for the next start to re-adopt: forget them,
+  // so that nothing of them is ended on the way out.
+  virtual void Detach() {}
+  // The sweep will launch nothing more: whatever the backend holds for it alone can go.
+  virtual void SweepEnded(int64_t /*sweep_id*/) {}
+  // `wake` (thread-safe, cheap) is called from any thread when something happened that the next
+  // Poll would report, so the controller can poll at once instead of at its next tick.
+  virtual void SetWakeup(std::function<void()> /*wake*/) {}
+};
+
+}  // namespace hpo::backend

@@ -1,0 +1,79 @@
+#include "client/cli/daemon_commands.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "client/cli/cli.h"
+#include "common/data_dir.h"
+#include "common/files.h"
+
+namespace hpo::client::cli {
+
+DaemonCommands::DaemonCommands(CLI::App& app, int& rc) : rc_(rc) {
+  CLI::App* daemon = app.add_subcommand("daemon", "start, stop or check the local hpod");
+  daemon->require_subcommand(1);
+  CLI::App* start = daemon->add_subcommand("start", "start hpod in the background");
+  start->add_option("--gpus", start_.gpus,
+                    "GPUs to hand out (default: what `nvidia-smi -L` lists)");
+  start->add_option("--cpus", start_.cpus, "CPU slots to hand out (default: online CPUs)");
+  start->add_option("--listen", start_.listen, "TCP address for trials (default 127.0.0.1:0)");
+  start
+      ->add_option("--tls-cert", start_.tls_cert,
+                   "PEM certificate: serve the TCP address over TLS only")
+      ->check(CLI::ExistingFile);
+  start->add_option("--tls-key", start_.tls_key, "PEM private key of --tls-cert")
+      ->check(CLI::ExistingFile);
+  start->callback([this] { Start(); });
+  CLI::App* stop = daemon->add_subcommand(
+      "stop", "stop hpod (running trials end and are retried at its next start)");
+  stop->add_flag("--keep-trials", stop_.keep_trials,
+                 "leave running trials running; the next start re-adopts them (for upgrades)");
+  stop->callback([this] { Stop(); });
+  daemon->add_subcommand("status", "say whether hpod runs (exit 0) or not (exit 1)")
+      ->callback([this] { Status(); });
+}
+
+void DaemonCommands::Start() {
+  if (client::Client::Local(false).ok()) {
+    std::printf("hpod already runs for %s\n", DataDir::FromEnvironment().root().c_str());
+    return;
+  }
+  std::vector<std::string> args;
+  if (start_.gpus >= 0) args.push_back(absl::StrCat("--gpus=", start_.gpus));
+  if (start_.cpus > 0) args.push_back(absl::StrCat("--cpus=", start_.cpus));
+  if (!start_.listen.empty()) args.push_back("--listen=" + start_.listen);
+  if (!start_.tls_cert.empty()) args.push_back("--tls-cert=" + AbsolutePath(start_.tls_cert));
+  if (!start_.tls_key.empty()) args.push_back("--tls-key=" + AbsolutePath(start_.tls_key));
+  absl::Status s = client::StartDaemon(absl::Seconds(20), args);
+  if (!s.ok()) {
+    rc_ = Fail(s);
+    return;
+  }
+  std::printf("hpod started for %s\n", DataDir::FromEnvironment().root().c_str());
+}
+
+void DaemonCommands::Stop() {
+  absl::Status s = client::StopDaemon(absl::Seconds(30), stop_.keep_trials);
+  if (!s.ok()) {
+    rc_ = Fail(s);
+    return;
+  }
+  std::printf("hpod stopped\n");
+}
+
+void DaemonCommands::Status() {
+  DataDir dir = DataDir::FromEnvironment();
+  if (!client::Client::Local(false).ok()) {
+    std::printf("no hpod runs for %s\n", dir.root().c_str());
+    rc_ = kExitError;
+    return;
+  }
+  auto endpoint = ReadFile(dir.endpoint_path());
+  auto pid = ReadFile(dir.pid_path());
+  std::printf("hpod runs for %s (pid %s, endpoint %s)\n", dir.root().c_str(),
+              pid.ok() ? std::string(absl::StripAsciiWhitespace(*pid)).c_str() : "?",
+              endpoint.ok() ? std::string(absl::StripAsciiWhitespace(*endpoint)).c_str() : "?");
+}
+
+}  // namespace hpo::client::cli

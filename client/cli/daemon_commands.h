@@ -1,0 +1,31 @@
+#pragma once
+// `hpo daemon start|stop|status`: the local hpod of $HPO_DATA_DIR.
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+
+namespace hpo::client::cli {
+
+class DaemonCommands {
+ public:
+  DaemonCommands(CLI::App& app, int& rc);
+
+ private:
+  struct StartOptions {
+    int gpus = -1, cpus = 0;
+    std::string listen, tls_cert, tls_key;
+  };
+  struct StopOptions {
+    bool keep_trials = false;
+  };
+  void Start();
+  void Stop();
+  void Status();
+
+  int& rc_;
+  StartOptions start_;
+  StopOptions stop_;
+};
+
+}  // namespace hpo::client::cli

@@ -1,0 +1,141 @@
+#include "client/cli/sweep_commands.h"
+
+#include <cstdio>
+
+#include "client/cli/cli.h"
+#include "client/cli/watch_commands.h"
+#include "client/table.h"
+#include "common/files.h"
+#include "hpo/v1/states.h"
+
+namespace hpo::client::cli {
+namespace {
+
+// The request's spec, source and base directory from a sweep file; exits when it cannot be read.
+template <typename Request>
+void ReadSpec(const std::string& file, Request& req) {
+  absl::StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) std::exit(Fail(text.status()));
+  req.set_spec_yaml(*text);
+  req.set_source(file);
+  req.set_base_dir(DirName(AbsolutePath(file)));
+}
+
+}  // namespace
+
+SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
+  CLI::App* validate =
+      app.add_subcommand("validate", "check a sweep file; errors name file:line:column");
+  validate->add_option("file", validate_.file, "sweep YAML")->required();
+  validate->callback([this] { Validate(); });
+
+  CLI::App* submit = app.add_subcommand("submit", "submit a sweep; prints its id as the last line");
+  submit->add_option("file", submit_.file, "sweep YAML")->required();
+  submit->add_option("--name", submit_.name, "name of the sweep (default: the file's name:)");
+  submit->add_flag("--watch", submit_.watch, "watch the sweep until it ends");
+  submit->callback([this] { Submit(); });
+
+  CLI::App* ls = app.add_subcommand("ls", "list sweeps");
+  ls->add_flag("--active", ls_.active, "only RUNNING and PAUSED sweeps");
+  ls->callback([this] { List(); });
+
+  CLI::App* show = app.add_subcommand("show", "show a sweep: state, counts, best, spec");
+  show->add_option("sweep", show_.sweep, "sweep id")->required();
+  show->add_flag("--spec", show_.spec, "also print the submitted YAML");
+  show->callback([this] { Show(); });
+
+  CLI::App* cancel = app.add_subcommand(
+      "cancel", "cancel a sweep: running trials get SIGTERM, then SIGKILL after the grace period");
+  cancel->add_option("sweep", cancel_.sweep, "sweep id")->required();
+  cancel->add_flag("--no-wait", cancel_.no_wait,
+                   "return at once instead of waiting for the trials to end");
+  cancel->callback([this] { Cancel(); });
+
+  CLI::App* pause = app.add_subcommand("pause", "stop launching new trials (running ones go on)");
+  pause->add_option("sweep", pause_.sweep, "sweep id")->required();
+  pause->callback([this] { PauseOrResume(true); });
+  CLI::App* resume = app.add_subcommand("resume", "launch trials again");
+  resume->add_option("sweep", resume_.sweep, "sweep id")->required();
+  resume->callback([this] { PauseOrResume(false); });
+}
+
+void SweepCommands::Validate() {
+  v1::ValidateSweepRequest req;
+  ReadSpec(validate_.file, req);
+  auto c = Connect();
+  v1::ValidateSweepResponse resp = OrExit(c->Validate(req));
+  if (!resp.valid()) {
+    for (const auto& e : resp.errors()) std::fprintf(stderr, "%s\n", e.c_str());
+    rc_ = kExitError;
+    return;
+  }
+  std::printf("%s: valid\n%s", validate_.file.c_str(), resp.summary().c_str());
+}
+
+void SweepCommands::Submit() {
+  v1::SubmitSweepRequest req;
+  ReadSpec(submit_.file, req);
+  req.set_name(submit_.name);
+  auto c = Connect();
+  auto sweep = c->Submit(req);
+  if (!sweep.ok()) {
+    rc_ = Fail(sweep.status());
+    return;
+  }
+  std::fprintf(stderr, "submitted sweep %lld '%s' (%s, %lld trial(s) max, %lld at a time)\n",
+               static_cast<long long>(sweep->id()), sweep->name().c_str(),
+               sweep->algorithm().c_str(), static_cast<long long>(sweep->max_trials()),
+               static_cast<long long>(sweep->max_concurrent()));
+  if (submit_.watch) WatchSweep(sweep->id(), 0.5, "objective");
+  std::printf("%lld\n", static_cast<long long>(sweep->id()));
+}
+
+void SweepCommands::List() {
+  auto c = Connect();
+  auto sweeps = OrExit(c->ListSweeps(ls_.active));
+  std::printf("%-5s %-24s %-12s %-40s %s\n", "id", "name", "state", "trials", "best");
+  for (const auto& s : sweeps) std::printf("%s\n", client::SweepLine(s).c_str());
+}
+
+void SweepCommands::Show() {
+  auto c = Connect();
+  auto sweep = OrExit(c->GetSweep(show_.sweep));
+  auto trials = AllTrials(*c, show_.sweep);
+  std::printf("%s", client::SweepHeader(sweep, trials).c_str());
+  std::printf("source %s, algorithm %s, backend %s, %lld at a time\n", sweep.source().c_str(),
+              sweep.algorithm().c_str(), sweep.backend().c_str(),
+              static_cast<long long>(sweep.max_concurrent()));
+  if (show_.spec) std::printf("\n%s", sweep.spec_yaml().c_str());
+}
+
+void SweepCommands::Cancel() {
+  auto c = Connect();
+  auto sweep = c->Cancel(cancel_.sweep);
+  if (!sweep.ok()) {
+    rc_ = Fail(sweep.status());
+    return;
+  }
+  if (!cancel_.no_wait && !v1::IsFinal(sweep->state())) {
+    // Its trials get the grace period to stop; the stream says when the last one did.
+    sweep = FollowUntilEnded(c, cancel_.sweep, absl::InfiniteFuture(), nullptr);
+    if (!sweep.ok()) {
+      rc_ = Fail(sweep.status());
+      return;
+    }
+  }
+  std::printf("sweep %lld %s\n", static_cast<long long>(cancel_.sweep),
+              v1::IsFinal(sweep->state()) ? v1::StateName(sweep->state()).c_str() : "canceling");
+}
+
+void SweepCommands::PauseOrResume(bool pause) {
+  int64_t id = pause ? pause_.sweep : resume_.sweep;
+  auto c = Connect();
+  auto sweep = pause ? c->Pause(id) : c->Resume(id);
+  if (!sweep.ok()) {
+    rc_ = Fail(sweep.status());
+    return;
+  }
+  std::printf("sweep %lld %s\n", static_cast<long long>(id), v1::StateName(sweep->state()).c_str());
+}
+
+}  // namespace hpo::client::cli

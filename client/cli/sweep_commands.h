@@ -1,0 +1,48 @@
+#pragma once
+// `hpo validate|submit|ls|show|cancel|pause|resume`: sweeps as a whole.
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+
+namespace hpo::client::cli {
+
+class SweepCommands {
+ public:
+  SweepCommands(CLI::App& app, int& rc);
+
+ private:
+  struct FileOptions {  // validate, submit
+    std::string file, name;
+    bool watch = false;
+  };
+  struct ListOptions {
+    bool active = false;
+  };
+  struct ShowOptions {
+    int64_t sweep = 0;
+    bool spec = false;
+  };
+  struct CancelOptions {
+    int64_t sweep = 0;
+    bool no_wait = false;
+  };
+  struct PauseOptions {  // pause, resume
+    int64_t sweep = 0;
+  };
+  void Validate();
+  void Submit();
+  void List();
+  void Show();
+  void Cancel();
+  void PauseOrResume(bool pause);
+
+  int& rc_;
+  FileOptions validate_, submit_;
+  ListOptions ls_;
+  ShowOptions show_;
+  CancelOptions cancel_;
+  PauseOptions pause_, resume_;
+};
+
+}  // namespace hpo::client::cli

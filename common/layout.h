@@ -1,0 +1,66 @@
+#pragma once
+// The names of the files hpod keeps: those of its data directory and those of each trial's
+// directory. hpod, hpo and hpo-shim all take them from here, so that they agree.
+//
+//   $HPO_DATA_DIR (default ~/.hpo)     mode 0700
+//     hpod.db          the SQLite store (WAL)
+//     hpod.sock        the Unix socket for local clients
+//     endpoint         the TCP address trials and remote clients use ("127.0.0.1:PORT")
+//     tcp_port         the port of the last run, asked for again at the next start
+//     token            the owner's token, mode 0600
+//     users/NAME.token tokens of other users of a shared daemon, mode 0600
+//     hpod.pid         pid of the running daemon
+//     hpod.lock        held (flock) by the running daemon: one daemon per data directory
+//     hpod.log         the daemon's log when started in the background
+//     instance         this data directory's stable id (names its Slurm allocations)
+//     sweeps/<sweep>/trials/<number>/   a trial's directory, see TrialDir
+//
+// Header-only, with no dependency beyond the standard library: hpo-shim is a static program
+// that links libc alone.
+
+#include <cstdint>
+#include <string>
+
+namespace hpo::layout {
+
+// The data directory.
+inline constexpr char kDatabase[] = "hpod.db";
+inline constexpr char kSocket[] = "hpod.sock";
+inline constexpr char kEndpoint[] = "endpoint";
+inline constexpr char kTcpPort[] = "tcp_port";
+inline constexpr char kToken[] = "token";
+inline constexpr char kUsersDir[] = "users";
+inline constexpr char kUserTokenSuffix[] = ".token";
+inline constexpr char kDaemonPid[] = "hpod.pid";
+inline constexpr char kDaemonLock[] = "hpod.lock";
+inline constexpr char kDaemonLog[] = "hpod.log";
+inline constexpr char kInstance[] = "instance";
+inline constexpr char kSweepsDir[] = "sweeps";
+
+// A trial's directory.
+inline constexpr char kStdout[] = "stdout.log";           // the command's standard output
+inline constexpr char kStderr[] = "stderr.log";           // its standard error (and srun's)
+inline constexpr char kParams[] = "params.json";          // a copy of its parameters
+inline constexpr char kShimPid[] = "hpo.pid";             // hpo-shim's pid (the process group)
+inline constexpr char kShimExit[] = "hpo.exit";           // how the command ended, by hpo-shim
+inline constexpr char kCheckpoint[] = "checkpoint";       // {checkpoint_out}: the trial's own
+inline constexpr char kGpuRecordPrefix[] = ".hpo-gpus.";  // Slurm steps: GPUs each task got
+
+// The files of one trial's directory.
+class TrialDir {
+ public:
+  explicit TrialDir(std::string path) : path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+  std::string stdout_log() const { return File(kStdout); }
+  std::string stderr_log() const { return File(kStderr); }
+  std::string params() const { return File(kParams); }
+  std::string shim_pid() const { return File(kShimPid); }
+  std::string shim_exit() const { return File(kShimExit); }
+  std::string checkpoint() const { return File(kCheckpoint); }
+  std::string File(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace hpo::layout

@@ -1,0 +1,55 @@
+#include "server/hpod_flags.h"
+
+#include "CLI/CLI.hpp"
+#include "common/version.h"
+
+namespace hpo::server {
+
+int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
+  CLI::App app{
+      "hpod: the hyperparameter optimization daemon. It runs sweeps' trials as local processes "
+      "(the local backend) or on a Slurm cluster (--backend slurm), stores everything in "
+      "DATA_DIR/hpod.db and serves hpo and the Python client."};
+  app.set_version_flag("--version", std::string("hpod ") + kVersion);
+  app.add_option("--data-dir", f.data_dir, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
+  app.add_option("--sweeps-dir", f.sweeps_dir,
+                 "where sweep and trial directories (logs, checkpoints) go; default "
+                 "DATA_DIR/sweeps. On a cluster: a file system the compute nodes see, with the "
+                 "database kept local");
+  app.add_option("--listen", f.listen,
+                 "TCP address for trials and remote clients (host:port; port 0 picks one; "
+                 "'none' for the Unix socket only)")
+      ->capture_default_str();
+  app.add_option("--gpus", f.gpus,
+                 "local backend: GPUs to hand out (default: as many as `nvidia-smi -L` lists)");
+  app.add_option("--cpus", f.cpus, "local backend: CPU slots to hand out (default: online CPUs)");
+  app.add_option("--tick-ms", f.tick_ms, "scheduling tick in milliseconds")->capture_default_str();
+  app.add_option("--report-flush-ms", f.report_flush_ms,
+                 "how often staged reports move to their indexed table")
+      ->capture_default_str();
+  app.add_option("--log-file", f.log_file, "log to this file instead of stderr");
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--backend", f.backend, "where trials run: local or slurm")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  app.add_option("--slurm-conf", f.slurm_conf,
+                 "slurm.conf for the slurm backend (default $SLURM_CONF)");
+  app.add_option("--tls-cert", f.tls_cert,
+                 "PEM certificate (chain): the TCP address serves TLS only")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", f.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  app.add_option("--tls-ca", f.tls_ca,
+                 "PEM CA that trials (HPO_TLS_CA) and remote clients trust; default: --tls-cert "
+                 "itself")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--no-durable", f.no_durable,
+               "commit without fsync (faster; a power loss may lose the last moments)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return -1;
+}
+
+}  // namespace hpo::server

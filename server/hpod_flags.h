@@ -1,0 +1,27 @@
+#pragma once
+// HpodFlags: hpod's command line (`hpod --help`).
+
+#include <string>
+
+namespace hpo::server {
+
+struct HpodFlags {
+  std::string data_dir;    // default $HPO_DATA_DIR or ~/.hpo
+  std::string sweeps_dir;  // default DATA_DIR/sweeps
+  std::string listen = "127.0.0.1:0";
+  int gpus = -1;  // local backend; -1: what `nvidia-smi -L` lists
+  int cpus = 0;   // local backend; 0: the online CPUs
+  int tick_ms = 50;
+  int report_flush_ms = 50;
+  std::string log_file, log_level = "info";
+  std::string backend = "local";
+  std::string slurm_conf;
+  std::string tls_cert, tls_key, tls_ca;
+  bool no_durable = false;
+};
+
+// Parses argv. Returns the exit code when hpod should exit at once (0 after --help or
+// --version, 2 for a usage error, with the message printed); -1 to go on.
+int ParseHpodFlags(int argc, char** argv, HpodFlags& flags);
+
+}  // namespace hpo::server

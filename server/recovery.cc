@@ -1,0 +1,147 @@
+#include "server/recovery.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "hpo/v1/states.h"
+#include "server/report_intake.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::server {
+
+absl::StatusOr<SweepRuntime*> Recovery::LoadSweep(SweepRecord rec) {
+  auto sweep = std::make_unique<SweepRuntime>();
+  PlanResult planned = PlanSweep(rec.spec_yaml, rec.source, rec.base_dir);
+  if (planned.plan) {
+    sweep->plan = std::move(*planned.plan);
+  } else if (!v1::IsFinal(rec.state)) {
+    rec.state = v1::SWEEP_STATE_FAILED;
+    rec.message = absl::StrCat("the sweep's spec no longer validates: ", planned.errors.front());
+    rec.ended_at = clock_.Now();
+    RETURN_IF_ERROR(store_.UpdateSweep(rec));
+  }
+  sweep->rec = std::move(rec);
+  ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.LoadTrials(sweep->rec.id));
+  SweepRuntime& s = table_.AddSweep(std::move(sweep));
+  for (TrialRecord& t : trials) {
+    auto rt = std::make_unique<TrialRuntime>();
+    rt->rec = std::move(t);
+    if (rt->rec.retry_of == 0) ++s.sampled;
+    if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
+    table_.AddTrial(s, std::move(rt));
+  }
+  return &s;
+}
+
+absl::Status Recovery::Replay(SweepRuntime& sweep, TrialRuntime& trial) {
+  bool final = v1::IsFinal(trial.rec.state);
+  ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(trial.rec.id));
+  const Objective& objective = sweep.spec().objective;
+  if (!final) {  // the row is rebuilt from the reports, which are the truth
+    trial.rec.report_count = 0;
+    trial.rec.objective.reset();
+  }
+  for (const ReportRecord& r : reports) {
+    std::optional<double> value;
+    if (final) {
+      auto it = r.metrics.find(objective.metric);
+      if (it != r.metrics.end()) value = it->second;
+    } else {
+      value = ApplyReport(r, objective, trial.rec);
+    }
+    if (!value || !sweep.plan.keeps_curves) continue;
+    trial.curve.emplace_back(r.step, *value);
+    // The stopper gets its records back: every stored point, as it was told of them.
+    (void)sweep.plan.stopper->Observe(
+        {trial.rec.number, {trial.curve.data(), trial.curve.size()}, false}, objective.direction);
+  }
+  if (!final && !reports.empty()) trial.last_report = reports.back();
+  return absl::OkStatus();
+}
+
+void Recovery::Adopt(SweepRuntime& sweep, TrialRuntime& trial) {
+  // The trial may still run (it outlives the daemon), or have ended while hpod was away: the
+  // backend looks for it. Its directory exists, or it would not have been launched.
+  ++sweep.active;  // EndTrial takes it back
+  trial.files = TrialRuntime::Files::kReady;
+  absl::Status adopted =
+      backend_.Adopt(lifecycle_.MakeLaunchSpec(sweep, trial), trial.rec.backend_id, trial.rec.gpus);
+  if (adopted.ok()) {
+    ++readopted_;
+    return;
+  }
+  if (trial.rec.state == v1::TRIAL_STATE_PENDING && absl::IsNotFound(adopted)) {
+    trial.files = TrialRuntime::Files::kNone;  // it waits to start again, as before
+    sweep.pending.push_back(trial.rec.number);
+    return;
+  }
+  backend_.Reclaim(trial.rec.id, trial.rec.backend_id);
+  trial.rec.infra_failure = true;
+  lifecycle_.EndTrial(sweep, trial, v1::TRIAL_STATE_LOST,
+                      absl::StrCat("hpod restarted while the trial ran, and ", adopted.message()));
+  ++lost_;
+}
+
+absl::Status Recovery::Run() {
+  ASSIGN_OR_RETURN(std::vector<SweepRecord> records, store_.LoadSweeps());
+  RETURN_IF_ERROR(store_.Begin());
+  absl::Status s = [&]() -> absl::Status {
+    for (SweepRecord& rec : records) {
+      ASSIGN_OR_RETURN(SweepRuntime * loaded, LoadSweep(std::move(rec)));
+      SweepRuntime& sweep = *loaded;
+      if (!sweep.plan.sampler) {  // ended FAILED: nothing of it runs again
+        for (auto& t : sweep.trials) {
+          if (v1::IsFinal(t->rec.state)) continue;
+          backend_.Reclaim(t->rec.id, t->rec.backend_id);
+          t->rec.infra_failure = true;
+          lifecycle_.EndTrial(sweep, *t, v1::TRIAL_STATE_LOST, sweep.rec.message);
+        }
+        continue;
+      }
+      // LOST trials whose retry was not created yet are retried now (the retry queue lives in
+      // memory only).
+      std::set<int64_t> retried;
+      for (auto& t : sweep.trials) {
+        if (t->rec.retry_of != 0) retried.insert(t->rec.retry_of);
+      }
+      bool may_retry = !sweep.Final() && !sweep.Ending();
+      for (auto& t : sweep.trials) {
+        if (may_retry && t->rec.state == v1::TRIAL_STATE_LOST && !retried.count(t->rec.id) &&
+            t->rec.attempt <= sweep.spec().max_retries) {
+          sweep.retries.push_back(t->rec.number);
+        }
+      }
+      for (auto& t : sweep.trials) {
+        bool final = v1::IsFinal(t->rec.state);
+        if (final) lifecycle_.UpdateBest(sweep, *t);
+        // Early stopping compares curves: every trial's comes back from its reports (not
+        // needed once the sweep ended).
+        if (final && (!sweep.plan.keeps_curves || sweep.Final())) continue;
+        RETURN_IF_ERROR(Replay(sweep, *t));
+        if (!final) Adopt(sweep, *t);
+      }
+      // A sweep that was ending when the daemon stopped still ends: its re-adopted trials are
+      // stopped again (the earlier request lived in memory only).
+      if (sweep.Ending() && !sweep.Final()) {
+        v1::SweepState ending = sweep.rec.ending;
+        std::string message = sweep.rec.message;
+        sweep.rec.ending = v1::SWEEP_STATE_UNSPECIFIED;
+        lifecycle_.BeginEnding(sweep, ending, message);
+      }
+    }
+    return absl::OkStatus();
+  }();
+  if (!s.ok()) {
+    store_.Rollback();
+    return s;
+  }
+  absl::Status commit = store_.Commit();
+  events_.Committed(commit);
+  RETURN_IF_ERROR(commit);
+  spdlog::info("recovered {} sweep(s): {} trial(s) re-adopted, {} LOST and retried per policy",
+               table_.sweeps().size(), readopted_, lost_);
+  return absl::OkStatus();
+}
+
+}  // namespace hpo::server

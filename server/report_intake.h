@@ -1,0 +1,55 @@
+#pragma once
+// ReportIntake: a trial's report, from the request to the reply. It checks the trial's token
+// and the report (metric names, finite values, the step's range), recognizes a client's retry
+// of a report that is stored already, stores the report, applies it to the trial's record,
+// tells the stopper the new point and answers continue or stop (early stopping, or the sweep's
+// goal reached).
+//
+// Threads: the controller's thread only (inside a batch; the reply is sent after its commit).
+// Errors: UNAUTHENTICATED (unknown trial or wrong token: the caller cannot tell which),
+// FAILED_PRECONDITION (the trial ended), INVALID_ARGUMENT (a bad report; nothing stored),
+// UNAVAILABLE (the store cannot be written now; the client retries).
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/clock.h"
+#include "hpo/v1/hpo.pb.h"
+#include "server/store.h"
+#include "server/sweep_spec.h"
+#include "server/sweep_table.h"
+#include "server/trial_lifecycle.h"
+
+namespace hpo::server {
+
+// Applies one stored report to a trial's record: its step, report count, last metrics and
+// objective (the objective metric's last value, or its best with `use: best`). Returns the
+// objective metric's value when the report has it. The report path and recovery both use it.
+std::optional<double> ApplyReport(const ReportRecord& report, const Objective& objective,
+                                  TrialRecord& rec);
+
+class ReportIntake {
+ public:
+  ReportIntake(SweepTable& table, Store& store, TrialLifecycle& lifecycle, const Clock& clock)
+      : table_(table), store_(store), lifecycle_(lifecycle), clock_(clock) {}
+
+  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
+                                                          absl::string_view token);
+
+ private:
+  // Checks what can be checked without state; INVALID_ARGUMENT naming the trial otherwise.
+  [[nodiscard]] static absl::Status Validate(const v1::ReportRequest& req, int64_t trial_id);
+  // True when `report` repeats the trial's last stored one (a client's retry).
+  static bool IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req,
+                      const ReportRecord& report);
+  // The stopper and the goal, once the report brought a point of the objective metric.
+  void Judge(SweepRuntime& sweep, TrialRuntime& trial, int64_t step, double value);
+
+  SweepTable& table_;
+  Store& store_;
+  TrialLifecycle& lifecycle_;
+  const Clock& clock_;
+};
+
+}  // namespace hpo::server

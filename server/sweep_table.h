@@ -1,0 +1,91 @@
+#pragma once
+// SweepTable: the controller's memory of every sweep and trial — the records as stored, plus
+// what running them needs (the plan, the sampler's view of the history, curves, stop requests,
+// launch queues).
+//
+// Owned by the Controller; its parts (trial lifecycle, report intake, recovery, views) read and
+// change it on the controller's thread only. Nothing here does I/O.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "algorithms/sampler.h"
+#include "server/store.h"
+#include "server/sweep_plan.h"
+
+namespace hpo::server {
+
+struct TrialRuntime {
+  TrialRecord rec;
+  bool progress_dirty = false;  // reported since last saved
+  absl::Time last_saved = absl::InfinitePast();
+  v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;  // set once a stop was requested
+  std::string stop_reason;
+  std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
+  std::vector<std::pair<int64_t, double>>
+      curve;  // objective metric per step (SweepPlan::keeps_curves)
+  // The last report stored. The same report again (the same client id, or without one the
+  // same step and metrics) is a client's retry of a report whose reply it never got (the
+  // daemon went away), and is not stored twice.
+  std::optional<ReportRecord> last_report;
+  // The trial's directory (TrialFiles::Prepare): a trial launches once it is ready.
+  enum class Files { kNone, kPreparing, kReady };
+  Files files = Files::kNone;
+
+  bool stop_requested() const { return stop_state != v1::TRIAL_STATE_UNSPECIFIED; }
+};
+
+struct SweepRuntime {
+  SweepRecord rec;
+  SweepPlan plan;
+  std::vector<std::unique_ptr<TrialRuntime>> trials;  // creation order; index == number
+  // What the sampler sees, index == number: kept in step with `trials` (an entry is finished,
+  // with its objective, once its trial ended), so no suggestion copies the whole history.
+  std::vector<algorithms::HistoryEntry> history;
+  std::vector<double>
+      objectives;               // history's objectives as one column (SuggestRequest::objectives)
+  int64_t sampled = 0;          // trials proposed by the sampler (retries excluded)
+  bool exhausted = false;       // the sampler has nothing more
+  std::deque<int64_t> retries;  // numbers of LOST trials to run again
+  std::deque<int64_t> pending;  // numbers of PENDING trials, launch order
+  int64_t active = 0;           // trials PENDING, LAUNCHING or RUNNING
+  int64_t preparing = 0;        // PENDING trials whose directory is being made
+  int64_t failed = 0;           // trials FAILED by their own fault
+  int64_t best = -1;            // number of the best finished trial
+
+  const SweepSpec& spec() const { return plan.spec; }
+  bool Final() const;
+  bool Ending() const { return rec.ending != v1::SWEEP_STATE_UNSPECIFIED; }
+  // More trials to create: retries, or the sampler within the limit.
+  bool MoreToCreate() const;
+  TrialRuntime& trial(int64_t number) { return *trials[static_cast<size_t>(number)]; }
+};
+
+class SweepTable {
+ public:
+  SweepRuntime* FindSweep(int64_t id) const;
+  std::pair<SweepRuntime*, TrialRuntime*> FindTrial(int64_t id) const;
+  SweepRuntime& AddSweep(std::unique_ptr<SweepRuntime> sweep);
+  // Appends a trial (its record's number is the next one) and its history entry, finished with
+  // its objective when its record is in a final state.
+  TrialRuntime& AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRuntime> trial);
+  // The trial ended: the sampler sees it finished, with its objective.
+  static void MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial);
+  const std::map<int64_t, std::unique_ptr<SweepRuntime>>& sweeps() const { return sweeps_; }
+  // True when no sweep is RUNNING or PAUSED.
+  bool AllEnded() const;
+
+ private:
+  std::map<int64_t, std::unique_ptr<SweepRuntime>> sweeps_;
+  std::unordered_map<int64_t, std::pair<SweepRuntime*, TrialRuntime*>> trials_by_id_;
+};
+
+}  // namespace hpo::server

@@ -1,0 +1,120 @@
+#include "server/trial_files.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+#include "common/files.h"
+#include "common/layout.h"
+
+namespace hpo::server {
+
+absl::Status PrepareTrialDir(const std::string& dir, const std::string& params_json) {
+  if (absl::Status s = MakeDirs(dir, 0755); !s.ok()) return s;
+  // A copy for the trial; the store holds the truth, so no fsync.
+  return WriteFileAtomic(layout::TrialDir(dir).params(), params_json, 0644, /*sync=*/false);
+}
+
+absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path, int64_t max_bytes) {
+  TrialFiles::LogTail tail;
+  absl::StatusOr<std::string> data = TailFile(path, max_bytes, &tail.truncated);
+  if (absl::IsNotFound(data.status())) {
+    tail.missing = true;
+    return tail;
+  }
+  if (!data.ok()) return data.status();
+  tail.data = std::move(*data);
+  return tail;
+}
+
+ThreadedTrialFiles::ThreadedTrialFiles() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hpod-files");
+    Loop();
+  });
+}
+
+ThreadedTrialFiles::~ThreadedTrialFiles() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ThreadedTrialFiles::Prepare(int64_t trial_id, std::string dir, std::string params_json) {
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back({trial_id, std::move(dir), std::move(params_json), "", 0, nullptr});
+  }
+  cv_.notify_one();
+}
+
+std::vector<TrialFiles::Prepared> ThreadedTrialFiles::Poll() {
+  std::lock_guard lock(mu_);
+  std::vector<Prepared> out;
+  out.swap(done_);
+  return out;
+}
+
+absl::Status ThreadedTrialFiles::Health() const {
+  std::lock_guard lock(mu_);
+  return health_;
+}
+
+void ThreadedTrialFiles::Tail(std::string path, int64_t max_bytes, TailDone done) {
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back({0, "", "", std::move(path), max_bytes, std::move(done)});
+  }
+  cv_.notify_one();
+}
+
+void ThreadedTrialFiles::SetWakeup(std::function<void()> wake) {
+  std::lock_guard lock(mu_);
+  wake_ = std::move(wake);
+}
+
+void ThreadedTrialFiles::Loop() {
+  std::unique_lock lock(mu_);
+  auto next_retry = std::chrono::steady_clock::time_point::max();
+  while (true) {
+    // While a directory cannot be made for lack of room, the waiting ones are tried again
+    // once a second.
+    cv_.wait_until(lock,
+                   waiting_.empty() ? std::chrono::steady_clock::time_point::max() : next_retry,
+                   [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_ && jobs_.empty()) return;
+    if (!waiting_.empty() && std::chrono::steady_clock::now() >= next_retry) {
+      for (Job& job : waiting_) jobs_.push_back(std::move(job));
+      waiting_.clear();
+    }
+    bool news = false;
+    while (!jobs_.empty()) {
+      Job job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      if (job.done) {
+        job.done(ReadLogTail(job.path, job.max_bytes));
+        lock.lock();
+        continue;
+      }
+      absl::Status s = PrepareTrialDir(job.dir, job.params_json);
+      lock.lock();
+      if (absl::IsUnavailable(s)) {
+        health_ = s;
+        if (waiting_.empty())
+          next_retry = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        waiting_.push_back(std::move(job));
+        continue;
+      }
+      if (s.ok() && waiting_.empty()) health_ = absl::OkStatus();
+      done_.push_back({job.trial_id, std::move(s)});
+      news = true;
+    }
+    if (news && wake_) wake_();
+  }
+}
+
+}  // namespace hpo::server

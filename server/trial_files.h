@@ -1,0 +1,95 @@
+#pragma once
+// TrialFiles: what hpod does on the sweeps file system — making a trial's directory (with its
+// params.json) before the trial launches, and reading the end of a trial's logs. On a cluster
+// that file system is often a shared one (Lustre, NFS) whose metadata operations can take
+// seconds under load; behind this seam they run on a thread of their own, so a slow file system
+// delays a launch or a log read, never the controller's batches (and so never a report).
+//
+// Thread safety: Prepare, Poll and Health are called from the controller's thread; Tail from
+// any thread; its callback runs on the seam's thread. SetWakeup's function is called from the
+// seam's thread whenever Poll has news.
+// Errors: a directory that cannot be made for lack of room or a read-only file system
+// (UNAVAILABLE) is not reported: Health() says so, and the seam tries again every second until
+// it succeeds. Any other failure comes back from Poll with the trial's id.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace hpo::server {
+
+class TrialFiles {
+ public:
+  struct Prepared {
+    int64_t trial_id = 0;
+    absl::Status status;  // OK: the directory and its params.json exist
+  };
+  struct LogTail {
+    std::string data;
+    bool truncated = false;  // the file is longer than what was read
+    bool missing = false;    // there is no such file (yet)
+  };
+  using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
+
+  virtual ~TrialFiles() = default;
+  // Makes `dir` (and its parents) and writes `params_json` into it as params.json.
+  virtual void Prepare(int64_t trial_id, std::string dir, std::string params_json) = 0;
+  // The Prepare calls finished since the last call.
+  virtual std::vector<Prepared> Poll() = 0;
+  // OK, or UNAVAILABLE with the cause while a directory cannot be made (full, read-only).
+  [[nodiscard]] virtual absl::Status Health() const = 0;
+  // Reads at most `max_bytes` of the end of `path`, then calls `done`.
+  virtual void Tail(std::string path, int64_t max_bytes, TailDone done) = 0;
+  virtual void SetWakeup(std::function<void()> wake) = 0;
+};
+
+// The real seam: one thread of its own.
+class ThreadedTrialFiles final : public TrialFiles {
+ public:
+  ThreadedTrialFiles();
+  ~ThreadedTrialFiles() override;  // finishes what was asked, then joins the thread
+
+  void Prepare(int64_t trial_id, std::string dir, std::string params_json) override;
+  std::vector<Prepared> Poll() override;
+  [[nodiscard]] absl::Status Health() const override;
+  void Tail(std::string path, int64_t max_bytes, TailDone done) override;
+  void SetWakeup(std::function<void()> wake) override;
+
+ private:
+  struct Job {
+    int64_t trial_id = 0;  // Prepare
+    std::string dir, params_json;
+    std::string path;  // Tail
+    int64_t max_bytes = 0;
+    TailDone done;
+  };
+  void Loop();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<Job> waiting_ ABSL_GUARDED_BY(mu_);  // Prepare jobs that met a full disk
+  std::vector<Prepared> done_ ABSL_GUARDED_BY(mu_);
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// The work itself, shared by every TrialFiles: makes the directory and its params.json.
+[[nodiscard]] absl::Status PrepareTrialDir(const std::string& dir, const std::string& params_json);
+// Reads the end of a log; a missing file is an empty tail with `missing` set.
+[[nodiscard]] absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path,
+                                                              int64_t max_bytes);
+
+}  // namespace hpo::server

@@ -1,0 +1,457 @@
+#include "server/trial_lifecycle.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+
+#include "absl/strings/str_cat.h"
+#include "common/layout.h"
+#include "common/token.h"
+#include "hpo/v1/states.h"
+#include "server/convert.h"
+#include "server/views.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::server {
+
+TrialLifecycle::TrialLifecycle(Options options, SweepTable& table, Store& store,
+                               backend::Backend& backend, TrialFiles& files, EventPublisher& events,
+                               const Clock& clock)
+    : options_(std::move(options)),
+      table_(table),
+      store_(store),
+      backend_(backend),
+      files_(files),
+      events_(events),
+      clock_(clock) {}
+
+bool TrialLifecycle::Writable() const { return store_.Health().ok() && files_.Health().ok(); }
+
+void TrialLifecycle::Tick() {
+  for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
+  for (const TrialFiles::Prepared& p : files_.Poll()) ApplyPrepared(p);
+  EnforceStops();
+  for (auto& [id, sweep] : table_.sweeps()) {
+    if (!sweep->Final()) Schedule(*sweep);
+  }
+  FlushProgress();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store and events
+
+void TrialLifecycle::Emit(SweepRuntime& sweep, v1::EventKind kind, const TrialRuntime* trial) {
+  events_.Emit(sweep.rec.id, trial != nullptr ? trial->rec.id : 0,
+               EventView(sweep, backend_.Name(), kind, trial, clock_.Now()));
+}
+
+void TrialLifecycle::SaveTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::EventKind kind) {
+  if (absl::Status s = store_.UpdateTrial(trial.rec); !s.ok()) {
+    spdlog::error("trial {}: {}", trial.rec.id, s.ToString());
+  }
+  trial.progress_dirty = false;
+  trial.last_saved = clock_.Now();
+  Emit(sweep, kind, &trial);
+}
+
+void TrialLifecycle::SaveSweep(SweepRuntime& sweep) {
+  if (absl::Status s = store_.UpdateSweep(sweep.rec); !s.ok()) {
+    spdlog::error("sweep {}: {}", sweep.rec.id, s.ToString());
+  }
+  Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
+}
+
+void TrialLifecycle::Announce(SweepRuntime& sweep) {
+  Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
+}
+
+void TrialLifecycle::MarkProgress(TrialRuntime& trial) {
+  if (trial.progress_dirty) return;
+  trial.progress_dirty = true;
+  dirty_.insert(trial.rec.id);
+}
+
+void TrialLifecycle::FlushProgress() {
+  // Each trial's progress is saved at most once per progress_interval, each on its own
+  // schedule, so that no single tick writes every trial at once.
+  absl::Time now = clock_.Now();
+  for (auto it = dirty_.begin(); it != dirty_.end();) {
+    auto [sweep, trial] = table_.FindTrial(*it);
+    if (trial == nullptr || !trial->progress_dirty) {
+      it = dirty_.erase(it);
+      continue;
+    }
+    if (now - trial->last_saved < options_.progress_interval) {
+      ++it;
+      continue;
+    }
+    SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
+    it = dirty_.erase(it);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling
+
+void TrialLifecycle::Schedule(SweepRuntime& sweep) {
+  if (sweep.Ending()) {
+    if (sweep.active == 0) FinishSweep(sweep, sweep.rec.ending, sweep.rec.message);
+    return;
+  }
+  const SweepSpec& spec = sweep.spec();
+  if (spec.budget.wall_time && clock_.Now() - sweep.rec.created_at >= *spec.budget.wall_time) {
+    BeginEnding(sweep, v1::SWEEP_STATE_TIMED_OUT,
+                absl::StrCat("budget.wall_time (", absl::FormatDuration(*spec.budget.wall_time),
+                             ") ran out"));
+    return;
+  }
+  if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
+  if (!Writable()) return;  // no new work while hpod cannot write its data
+  // Trials already created go first. Each one that fits starts, so a smaller trial may pass a
+  // larger one that waits for resources (backfill) — unless the oldest waiting trial has waited
+  // longer than kBackfillLimit: then nothing passes it. A trial whose directory is not made yet
+  // waits for it without holding others back.
+  std::deque<int64_t> waiting;
+  waiting.swap(sweep.pending);
+  bool blocked = false;
+  for (int64_t number : waiting) {
+    TrialRuntime& t = sweep.trial(number);
+    if (v1::IsFinal(t.rec.state)) continue;
+    if (t.files != TrialRuntime::Files::kReady) {
+      PrepareFiles(sweep, t);
+      sweep.pending.push_back(number);
+      continue;
+    }
+    if (blocked ||
+        !backend_.CanLaunch(sweep.rec.id, spec.TrialResources(t.rec.params), spec.placement)) {
+      sweep.pending.push_back(number);
+      if (sweep.pending.size() == 1 && clock_.Now() - t.rec.created_at > kBackfillLimit) {
+        blocked = true;
+      }
+      continue;
+    }
+    LaunchPending(sweep, t);
+  }
+  if (blocked) return;
+  // New trials while there is room, one directory at a time: a trial whose directory is still
+  // being made would otherwise leave the room it will take looking free.
+  while (sweep.active < spec.budget.max_concurrent && sweep.preparing == 0 &&
+         backend_.CanLaunch(sweep.rec.id, spec.MinResources(), spec.placement)) {
+    if (!CreateTrial(sweep)) break;
+  }
+  if (!sweep.MoreToCreate() && sweep.active == 0) {
+    int64_t done = static_cast<int64_t>(sweep.trials.size());
+    FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED, absl::StrCat("all ", done, " trial(s) ended"));
+  }
+}
+
+bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
+  auto rt = std::make_unique<TrialRuntime>();
+  TrialRecord& rec = rt->rec;
+  if (!sweep.retries.empty()) {
+    const TrialRecord& original = sweep.trial(sweep.retries.front()).rec;
+    sweep.retries.pop_front();
+    rec.params = original.params;
+    rec.parent = original.parent;
+    rec.lineage = original.lineage;
+    rec.attempt = original.attempt + 1;
+    rec.retry_of = original.id;
+  } else {
+    if (!sweep.MoreToCreate()) return false;
+    algorithms::SuggestRequest req;
+    req.space = &sweep.spec().space;
+    req.history = &sweep.history;
+    req.objectives = &sweep.objectives;
+    req.trial_number = sweep.sampled;
+    req.seed = sweep.spec().seed;
+    req.direction = sweep.spec().objective.direction;
+    algorithms::SuggestOutput output;
+    req.output = &output;
+    absl::StatusOr<std::optional<algorithms::Params>> params = sweep.plan.sampler->Suggest(req);
+    if (!params.ok()) {
+      BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
+                  absl::StrCat("the sampler failed: ", params.status().message()));
+      return false;
+    }
+    if (!params->has_value()) {
+      sweep.exhausted = true;
+      return false;
+    }
+    rec.params = std::move(**params);
+    rec.parent = output.parent;
+    rec.lineage = output.lineage;
+    ++sweep.sampled;
+  }
+  rec.sweep_id = sweep.rec.id;
+  rec.number = static_cast<int64_t>(sweep.trials.size());
+  rec.state = v1::TRIAL_STATE_PENDING;
+  rec.token = NewToken();
+  rec.created_at = clock_.Now();
+  rec.trial_dir = options_.data_dir.trial_dir(sweep.rec.id, rec.number);
+  absl::StatusOr<int64_t> id = store_.InsertTrial(rec);
+  if (!id.ok()) {
+    spdlog::error("sweep {}: cannot store a new trial: {}", sweep.rec.id, id.status().ToString());
+    return false;
+  }
+  rec.id = *id;
+  TrialRuntime& trial = table_.AddTrial(sweep, std::move(rt));
+  ++sweep.active;
+  Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
+  PrepareFiles(sweep, trial);
+  for (const TrialFiles::Prepared& p : files_.Poll()) ApplyPrepared(p);  // done at once, often
+  if (v1::IsFinal(trial.rec.state)) return true;
+  if (trial.files == TrialRuntime::Files::kReady &&
+      backend_.CanLaunch(sweep.rec.id, sweep.spec().TrialResources(rec.params),
+                         sweep.spec().placement)) {
+    LaunchPending(sweep, trial);
+  } else {
+    sweep.pending.push_back(trial.rec.number);
+  }
+  return true;
+}
+
+void TrialLifecycle::PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial) {
+  if (trial.files != TrialRuntime::Files::kNone) return;
+  trial.files = TrialRuntime::Files::kPreparing;
+  ++sweep.preparing;
+  files_.Prepare(trial.rec.id, trial.rec.trial_dir, ParamsToJsonText(trial.rec.params) + "\n");
+}
+
+void TrialLifecycle::ApplyPrepared(const TrialFiles::Prepared& p) {
+  auto [sweep, trial] = table_.FindTrial(p.trial_id);
+  if (trial == nullptr || trial->files != TrialRuntime::Files::kPreparing) return;
+  --sweep->preparing;
+  trial->files = TrialRuntime::Files::kReady;
+  if (v1::IsFinal(trial->rec.state) || p.status.ok()) return;
+  EndTrial(*sweep, *trial, v1::TRIAL_STATE_FAILED,
+           absl::StrCat("cannot make its directory: ", p.status.message()));
+}
+
+backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
+                                                   const TrialRuntime& trial) const {
+  const TrialRecord& rec = trial.rec;
+  const SweepSpec& spec = sweep.spec();
+  const layout::TrialDir dir(rec.trial_dir);
+  backend::LaunchSpec launch;
+  launch.trial_id = rec.id;
+  launch.sweep_id = sweep.rec.id;
+  std::string checkpoint_in;
+  if (rec.parent >= 0 && static_cast<size_t>(rec.parent) < sweep.trials.size()) {
+    checkpoint_in =
+        layout::TrialDir(sweep.trials[static_cast<size_t>(rec.parent)]->rec.trial_dir).checkpoint();
+  }
+  launch.argv = spec.RenderCommand(rec.params, rec.id, rec.number, sweep.rec.id, rec.trial_dir,
+                                   checkpoint_in);
+  launch.workdir = spec.workdir;
+  launch.trial_dir = rec.trial_dir;
+  launch.resources = spec.TrialResources(rec.params);
+  launch.placement = spec.placement;
+  launch.stop_signal = spec.stop_signal;
+  launch.env = spec.env;
+  launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
+  if (!options_.tls_ca.empty()) launch.env["HPO_TLS_CA"] = options_.tls_ca;
+  launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
+  launch.env["HPO_TRIAL_ID"] = std::to_string(rec.id);
+  launch.env["HPO_TRIAL_NUMBER"] = std::to_string(rec.number);
+  launch.env["HPO_TRIAL_TOKEN"] = rec.token;
+  launch.env["HPO_TRIAL_DIR"] = rec.trial_dir;
+  launch.env["HPO_CHECKPOINT_IN"] = checkpoint_in;
+  launch.env["HPO_CHECKPOINT_OUT"] = dir.checkpoint();
+  launch.env["HPO_OBJECTIVE_METRIC"] = spec.objective.metric;
+  launch.env["HPO_FOM_REGEX"] = spec.fom_regex;
+  if (!options_.hpo_bin_dir.empty()) {
+    const char* path = std::getenv("PATH");
+    launch.env["PATH"] = options_.hpo_bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin");
+  }
+  return launch;
+}
+
+bool TrialLifecycle::LaunchPending(SweepRuntime& sweep, TrialRuntime& trial) {
+  TrialRecord& rec = trial.rec;
+  absl::Status s = backend_.Launch(MakeLaunchSpec(sweep, trial));
+  if (!s.ok()) {
+    bool infra = absl::IsUnavailable(s) || absl::IsResourceExhausted(s);
+    rec.infra_failure = infra;
+    EndTrial(sweep, trial, infra ? v1::TRIAL_STATE_LOST : v1::TRIAL_STATE_FAILED,
+             absl::StrCat("could not launch: ", s.message()));
+    return false;
+  }
+  rec.state = v1::TRIAL_STATE_LAUNCHING;
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  return true;
+}
+
+void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
+  auto [sweep, trial] = table_.FindTrial(e.trial_id);
+  if (trial == nullptr || v1::IsFinal(trial->rec.state)) return;
+  TrialRecord& rec = trial->rec;
+  switch (e.kind) {
+    case backend::BackendEvent::Kind::kStarted:
+      if (rec.state != v1::TRIAL_STATE_RUNNING) rec.started_at = e.time;  // else re-adopted
+      rec.state = v1::TRIAL_STATE_RUNNING;
+      rec.backend_id = e.backend_id;
+      rec.gpus = e.gpus;
+      SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_STATE);
+      break;
+    case backend::BackendEvent::Kind::kUpdated:
+      rec.backend_id = e.backend_id;
+      if (!e.gpus.empty()) rec.gpus = e.gpus;
+      SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
+      break;
+    case backend::BackendEvent::Kind::kExited: {
+      rec.exit_code = e.exit_code;
+      rec.term_signal = e.term_signal;
+      if (trial->stop_requested()) {
+        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+      } else if (e.exit_code == 0) {
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_COMPLETED, "exited 0");
+      } else {
+        std::string why =
+            !e.message.empty() ? e.message : absl::StrCat("exited with code ", e.exit_code);
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_FAILED, why);
+      }
+      break;
+    }
+    case backend::BackendEvent::Kind::kLost:
+      if (trial->stop_requested()) {
+        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+      } else {
+        rec.infra_failure = true;
+        EndTrial(*sweep, *trial, v1::TRIAL_STATE_LOST, e.message);
+      }
+      break;
+  }
+}
+
+void TrialLifecycle::EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::TrialState state,
+                              std::string message) {
+  TrialRecord& rec = trial.rec;
+  rec.state = state;
+  rec.message = std::move(message);
+  rec.ended_at = clock_.Now();
+  --sweep.active;
+  sweep.pending.erase(std::remove(sweep.pending.begin(), sweep.pending.end(), rec.number),
+                      sweep.pending.end());
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  UpdateBest(sweep, trial);
+  SweepTable::MarkFinished(sweep, trial);
+  if (state == v1::TRIAL_STATE_LOST && rec.attempt <= sweep.spec().max_retries && !sweep.Ending() &&
+      !sweep.Final()) {
+    sweep.retries.push_back(rec.number);
+  }
+  if (state == v1::TRIAL_STATE_FAILED) {
+    ++sweep.failed;
+    int64_t max_failed = sweep.spec().budget.max_failed;
+    if (max_failed > 0 && sweep.failed >= max_failed && !sweep.Ending()) {
+      BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
+                  absl::StrCat(sweep.failed, " trial(s) failed (budget.max_failed is ", max_failed,
+                               "); last: trial ", rec.id, " ", rec.message));
+    }
+  }
+}
+
+void TrialLifecycle::UpdateBest(SweepRuntime& sweep, const TrialRuntime& trial) {
+  const TrialRecord& rec = trial.rec;
+  if (!rec.objective ||
+      (rec.state != v1::TRIAL_STATE_COMPLETED && rec.state != v1::TRIAL_STATE_STOPPED)) {
+    return;
+  }
+  if (sweep.best < 0 || IsBetter(*rec.objective, *sweep.trial(sweep.best).rec.objective,
+                                 sweep.spec().objective.direction)) {
+    sweep.best = rec.number;
+  }
+}
+
+void TrialLifecycle::RequestStop(SweepRuntime& sweep, TrialRuntime& trial, v1::TrialState state,
+                                 const std::string& reason, std::optional<absl::Duration> after) {
+  if (v1::IsFinal(trial.rec.state)) return;
+  // Already told to stop: a sweep-level stop (cancel, end) overrides a pending early stop.
+  if (trial.stop_requested() && (after || !trial.enforce_stop_at)) return;
+  trial.stop_state = state;
+  trial.stop_reason = reason;
+  if (trial.rec.state == v1::TRIAL_STATE_PENDING) {
+    EndTrial(sweep, trial, state, reason);
+    return;
+  }
+  if (after) {
+    trial.enforce_stop_at = clock_.Now() + *after;
+    stops_due_.insert(trial.rec.id);
+    return;
+  }
+  trial.enforce_stop_at.reset();
+  absl::Status s = backend_.Stop(trial.rec.id, sweep.spec().stop_grace);
+  if (!s.ok() && !absl::IsNotFound(s)) {
+    spdlog::warn("trial {}: stop: {}", trial.rec.id, s.ToString());
+  }
+}
+
+void TrialLifecycle::EnforceStops() {
+  absl::Time now = clock_.Now();
+  for (auto it = stops_due_.begin(); it != stops_due_.end();) {
+    auto [sweep, trial] = table_.FindTrial(*it);
+    if (trial == nullptr || v1::IsFinal(trial->rec.state) || !trial->enforce_stop_at) {
+      it = stops_due_.erase(it);
+      continue;
+    }
+    if (now < *trial->enforce_stop_at) {
+      ++it;
+      continue;
+    }
+    spdlog::info("trial {} did not stop within {} of being told to; stopping it", trial->rec.id,
+                 absl::FormatDuration(sweep->spec().stop_grace));
+    trial->enforce_stop_at.reset();
+    absl::Status s = backend_.Stop(trial->rec.id, sweep->spec().stop_grace);
+    if (!s.ok() && !absl::IsNotFound(s)) {
+      spdlog::warn("trial {}: stop: {}", trial->rec.id, s.ToString());
+    }
+    it = stops_due_.erase(it);
+  }
+}
+
+void TrialLifecycle::BeginEnding(SweepRuntime& sweep, v1::SweepState state,
+                                 const std::string& message) {
+  if (sweep.Final() || sweep.Ending()) return;
+  sweep.rec.ending = state;
+  sweep.rec.message = message;
+  sweep.retries.clear();
+  spdlog::info("sweep {}: ending ({}): {}", sweep.rec.id, v1::StateName(state), message);
+  v1::TrialState trial_state =
+      state == v1::SWEEP_STATE_CANCELED ? v1::TRIAL_STATE_CANCELED : v1::TRIAL_STATE_STOPPED;
+  std::string reason = state == v1::SWEEP_STATE_CANCELED
+                           ? "the sweep was canceled"
+                           : absl::StrCat("the sweep ended: ", message);
+  for (auto& t : sweep.trials) RequestStop(sweep, *t, trial_state, reason);
+  if (sweep.active == 0) {
+    FinishSweep(sweep, state, message);
+  } else {
+    SaveSweep(sweep);
+  }
+}
+
+void TrialLifecycle::FinishSweep(SweepRuntime& sweep, v1::SweepState state,
+                                 const std::string& message) {
+  if (sweep.Final()) return;
+  for (auto& t : sweep.trials) {
+    if (t->progress_dirty) SaveTrial(sweep, *t, v1::EVENT_KIND_TRIAL_PROGRESS);
+  }
+  sweep.rec.state = state;
+  sweep.rec.ending = v1::SWEEP_STATE_UNSPECIFIED;
+  sweep.rec.message = message;
+  sweep.rec.ended_at = clock_.Now();
+  spdlog::info("sweep {} {}: {}", sweep.rec.id, v1::StateName(state), message);
+  SaveSweep(sweep);
+  backend_.SweepEnded(sweep.rec.id);
+}
+
+void TrialLifecycle::EndAllLost() {
+  for (auto& [id, sweep] : table_.sweeps()) {
+    for (auto& t : sweep->trials) {
+      if (v1::IsFinal(t->rec.state)) continue;
+      backend_.Reclaim(t->rec.id, t->rec.backend_id);
+      t->rec.infra_failure = true;
+      EndTrial(*sweep, *t, v1::TRIAL_STATE_LOST, "hpod stopped while the trial ran");
+    }
+  }
+}
+
+}  // namespace hpo::server

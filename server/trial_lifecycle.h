@@ -1,0 +1,106 @@
+#pragma once
+// TrialLifecycle: a trial's life from creation to its final state, and the scheduling of each
+// sweep's trials. It creates trials (the sampler's suggestions, or retries of LOST ones), has
+// their directories made (TrialFiles), launches them on the backend when they fit, turns
+// backend events into transitions, requests and enforces stops, retries what the infrastructure
+// lost, and ends sweeps (budget, wall time, goal, too many failures, cancel).
+//
+// Every transition is written to the store and the event log (EventPublisher) in the current
+// batch. New work (trials created or launched) waits while the store or the sweeps file system
+// cannot be written (their Health).
+//
+// Threads: the controller's thread only (inside a batch).
+// Errors: none returned; a backend or store refusal ends the trial (FAILED when it is the
+// trial's fault, LOST when it is the infrastructure's) or is logged.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/time/time.h"
+#include "backend/backend.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "server/event_publisher.h"
+#include "server/store.h"
+#include "server/sweep_table.h"
+#include "server/trial_files.h"
+
+namespace hpo::server {
+
+class TrialLifecycle {
+ public:
+  struct Options {
+    DataDir data_dir{""};
+    std::string report_endpoint;  // HPO_ENDPOINT given to trials
+    std::string tls_ca;           // HPO_TLS_CA given to trials when the endpoint serves TLS
+    std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
+    absl::Duration progress_interval = absl::Milliseconds(500);
+  };
+  TrialLifecycle(Options options, SweepTable& table, Store& store, backend::Backend& backend,
+                 TrialFiles& files, EventPublisher& events, const Clock& clock);
+
+  void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }
+  // False while the store or the sweeps file system cannot be written.
+  bool Writable() const;
+
+  // One scheduling tick: backend events, finished directories, stops whose grace passed, every
+  // running sweep's launches and end, and the progress saves that are due.
+  void Tick();
+
+  // --- sweeps
+  // Launches what fits, creates trials up to the budget and concurrency, ends the sweep once
+  // nothing is left to do.
+  void Schedule(SweepRuntime& sweep);
+  // The sweep winds down to `state`: no new trials, running ones are stopped (CANCELED for a
+  // cancel, STOPPED otherwise); it takes `state` once its last trial ended.
+  void BeginEnding(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
+  void SaveSweep(SweepRuntime& sweep);
+  // A new sweep's first event.
+  void Announce(SweepRuntime& sweep);
+
+  // --- trials
+  // Stops a trial now (cancel, sweep end), or with `after` set, tells it in its report reply
+  // and has the backend stop it only if it is still running `after` from now (early stopping).
+  void RequestStop(SweepRuntime& sweep, TrialRuntime& trial, v1::TrialState state,
+                   const std::string& reason, std::optional<absl::Duration> after = std::nullopt);
+  void EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::TrialState state,
+                std::string message);
+  // The trial reported: its row is saved within the progress interval.
+  void MarkProgress(TrialRuntime& trial);
+  void SaveTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::EventKind kind);
+  // A finished trial may be the sweep's new best.
+  void UpdateBest(SweepRuntime& sweep, const TrialRuntime& trial);
+  // What the backend gets to start (or re-adopt) a trial.
+  backend::LaunchSpec MakeLaunchSpec(const SweepRuntime& sweep, const TrialRuntime& trial) const;
+  // Daemon shutdown: every trial that has not ended is reclaimed and marked LOST ("hpod
+  // stopped"), so that the next start retries it.
+  void EndAllLost();
+
+ private:
+  // How long the oldest waiting trial lets smaller ones start before it.
+  static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
+  void HandleBackendEvent(const backend::BackendEvent& e);
+  void ApplyPrepared(const TrialFiles::Prepared& p);
+  bool CreateTrial(SweepRuntime& sweep);
+  // Starts making the trial's directory unless it is ready or on its way.
+  void PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial);
+  bool LaunchPending(SweepRuntime& sweep, TrialRuntime& trial);
+  void EnforceStops();
+  void FinishSweep(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
+  void FlushProgress();
+  void Emit(SweepRuntime& sweep, v1::EventKind kind, const TrialRuntime* trial);
+
+  Options options_;
+  SweepTable& table_;
+  Store& store_;
+  backend::Backend& backend_;
+  TrialFiles& files_;
+  EventPublisher& events_;
+  const Clock& clock_;
+  std::set<int64_t> dirty_;      // ids of trials with unsaved progress
+  std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
+};
+
+}  // namespace hpo::server

@@ -1,0 +1,89 @@
+#include "server/views.h"
+
+#include <algorithm>
+
+#include "hpo/v1/states.h"
+#include "server/convert.h"
+
+namespace hpo::server {
+
+v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec) {
+  v1::Sweep out;
+  const SweepRecord& rec = sweep.rec;
+  const SweepSpec& spec = sweep.spec();
+  out.set_id(rec.id);
+  out.set_name(rec.name);
+  out.set_state(rec.state);
+  out.set_message(rec.message);
+  *out.mutable_created_at() = ToProto(rec.created_at);
+  if (rec.ended_at) *out.mutable_ended_at() = ToProto(*rec.ended_at);
+  out.set_objective_metric(spec.objective.metric);
+  out.set_direction(spec.objective.direction == algorithms::Direction::kMinimize
+                        ? v1::DIRECTION_MINIMIZE
+                        : v1::DIRECTION_MAXIMIZE);
+  out.set_max_trials(sweep.plan.limit);
+  out.set_max_concurrent(spec.budget.max_concurrent);
+  for (const auto& t : sweep.trials) (*out.mutable_trial_counts())[v1::StateName(t->rec.state)]++;
+  if (sweep.best >= 0) {
+    const TrialRecord& best = sweep.trials[static_cast<size_t>(sweep.best)]->rec;
+    out.set_best_trial_id(best.id);
+    out.set_best_objective(*best.objective);
+  }
+  if (with_spec) out.set_spec_yaml(rec.spec_yaml);
+  out.set_source(rec.source);
+  out.set_algorithm(spec.algorithm.name);
+  out.set_backend(backend);
+  out.set_owner(rec.owner);
+  return out;
+}
+
+v1::Trial TrialView(const TrialRuntime& trial) { return ToProto(trial.rec); }
+
+std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req) {
+  std::vector<const TrialRuntime*> picked;
+  for (const auto& t : sweep.trials) {
+    if (req.states_size() > 0 &&
+        std::find(req.states().begin(), req.states().end(), t->rec.state) == req.states().end()) {
+      continue;
+    }
+    picked.push_back(t.get());
+  }
+  algorithms::Direction dir = sweep.spec().objective.direction;
+  if (req.order() == v1::TRIAL_ORDER_OBJECTIVE) {
+    std::stable_sort(
+        picked.begin(), picked.end(), [dir](const TrialRuntime* a, const TrialRuntime* b) {
+          if (a->rec.objective.has_value() != b->rec.objective.has_value()) {
+            return a->rec.objective.has_value();
+          }
+          return a->rec.objective && IsBetter(*a->rec.objective, *b->rec.objective, dir);
+        });
+  } else if (req.order() == v1::TRIAL_ORDER_RECENT) {
+    std::stable_sort(picked.begin(), picked.end(),
+                     [](const TrialRuntime* a, const TrialRuntime* b) {
+                       return a->rec.started_at.value_or(a->rec.created_at) >
+                              b->rec.started_at.value_or(b->rec.created_at);
+                     });
+  }
+  std::vector<v1::Trial> out;
+  for (const TrialRuntime* t : picked) {
+    if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
+    out.push_back(TrialView(*t));
+  }
+  return out;
+}
+
+v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::EventKind kind,
+                    const TrialRuntime* trial, absl::Time now) {
+  v1::Event event;
+  event.set_kind(kind);
+  *event.mutable_time() = ToProto(now);
+  event.set_sweep_id(sweep.rec.id);
+  if (trial != nullptr) {
+    *event.mutable_trial() = TrialView(*trial);
+  } else {
+    *event.mutable_sweep() = SweepView(sweep, backend, false);
+  }
+  return event;
+}
+
+}  // namespace hpo::server

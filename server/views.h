@@ -1,0 +1,23 @@
+#pragma once
+// Views: the proto messages the API answers with, built from the controller's memory
+// (SweepTable). Pure functions; the controller's thread only, like the table.
+
+#include <string>
+#include <vector>
+
+#include "hpo/v1/hpo.pb.h"
+#include "server/sweep_table.h"
+
+namespace hpo::server {
+
+// A sweep with its counts and best; `with_spec` adds the submitted YAML. `backend` is the name
+// of the backend it runs on.
+v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec);
+v1::Trial TrialView(const TrialRuntime& trial);
+// The trials `req` asks for: filtered by state, in its order, at most its limit.
+std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req);
+// An event for the log: the sweep's state (trial null) or the trial's.
+v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::EventKind kind,
+                    const TrialRuntime* trial, absl::Time now);
+
+}  // namespace hpo::server

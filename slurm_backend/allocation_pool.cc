@@ -1,0 +1,350 @@
+#include "slurm_backend/allocation_pool.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::slurm {
+
+using backend::Grant;
+using backend::Placement;
+using backend::Resources;
+
+void ApplyPlacement(const Placement& p, JobRequest& r) {
+  r.partition = p.partition;
+  r.account = p.account;
+  r.qos = p.qos;
+  r.constraint = p.constraint;
+  r.reservation = p.reservation;
+  r.time_limit_minutes = static_cast<uint32_t>(p.time_limit_minutes);
+  r.exclusive = p.exclusive;
+  r.comment = p.comment;
+  r.licenses = p.licenses;
+}
+
+JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Placement& p) {
+  const backend::AllocationShape& a = p.allocation;
+  JobRequest r;
+  r.name = name;
+  r.script = absl::StrCat("#!/bin/sh\n# hpod holds this allocation for sweep ", sweep_id,
+                          "; the sweep's trials run in it as job steps.\nexec sleep infinity\n");
+  r.workdir = "/tmp";
+  r.stdout_path = r.stderr_path = "/dev/null";
+  const char* path = std::getenv("PATH");
+  r.environment = {absl::StrCat("PATH=", path != nullptr ? path : "/usr/bin:/bin")};
+  // One-CPU tasks, so that steps may split each node's CPUs any way they like.
+  r.nodes = a.nodes;
+  r.tasks_per_node = a.cpus_per_node;
+  r.cpus_per_task = 1;
+  r.gpus_per_node = a.gpus_per_node;
+  r.memory_mb = a.memory_mb;
+  ApplyPlacement(p, r);
+  return r;
+}
+
+AllocationPool::AllocationPool(SlurmApi& api, const Clock& clock, std::string instance)
+    : api_(api), clock_(clock), instance_(std::move(instance)) {}
+
+AllocationPool::~AllocationPool() {
+  for (auto& [job_id, a] : allocs_) {
+    if (!a.gone && !a.external) Cancel(a, "hpod stopped");
+  }
+}
+
+std::string AllocationPool::Name(int64_t sweep_id) const {
+  return absl::StrCat("hpo-alloc-", instance_, "-", sweep_id);
+}
+
+std::optional<std::vector<int>> AllocationPool::PickNodes(const Allocation& a, const Resources& r) {
+  if (!a.running || a.gone) return std::nullopt;
+  std::vector<int> fit;
+  for (int i = 0; i < static_cast<int>(a.room.size()); ++i) {
+    if (a.room[static_cast<size_t>(i)].Fits(r)) fit.push_back(i);
+  }
+  if (static_cast<int>(fit.size()) < r.nodes) return std::nullopt;
+  // Best fit: the nodes with the fewest GPUs (then CPUs) left, so that large holes stay whole.
+  auto key = [&](int i) {
+    const backend::ResourcePool& n = a.room[static_cast<size_t>(i)];
+    return std::pair(n.free_gpus(), n.free_cpus());
+  };
+  std::stable_sort(fit.begin(), fit.end(), [&](int x, int y) { return key(x) < key(y); });
+  fit.resize(static_cast<size_t>(r.nodes));
+  std::sort(fit.begin(), fit.end());
+  return fit;
+}
+
+AllocationPool::Allocation* AllocationPool::FindRoom(int64_t sweep_id, const Resources& r,
+                                                     std::vector<int>* nodes) {
+  for (auto& [job_id, a] : allocs_) {
+    if (a.sweep_id != sweep_id) continue;
+    if (std::optional<std::vector<int>> picked = PickNodes(a, r)) {
+      if (nodes != nullptr) *nodes = std::move(*picked);
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+bool AllocationPool::CanPlace(int64_t sweep_id, const Resources& r, const Placement& p) {
+  if (FindRoom(sweep_id, r, nullptr) != nullptr) return true;
+  demand_[sweep_id] = p;
+  return false;
+}
+
+std::optional<AllocationPool::Placed> AllocationPool::Place(int64_t trial_id, int64_t sweep_id,
+                                                            const Resources& r) {
+  std::vector<int> picked;
+  Allocation* a = FindRoom(sweep_id, r, &picked);
+  if (a == nullptr) return std::nullopt;
+  Lease lease;
+  lease.job_id = a->job_id;
+  lease.resources = r;
+  Placed placed;
+  placed.job_id = a->job_id;
+  for (int i : picked) {
+    std::optional<Grant> g = a->room[static_cast<size_t>(i)].Acquire(r);
+    lease.node_index.push_back(i);
+    lease.grants.push_back(std::move(*g));  // PickNodes checked that it fits
+    placed.nodes.push_back(a->nodes[static_cast<size_t>(i)]);
+  }
+  const backend::AllocationShape& shape = a->placement.allocation;
+  placed.mem_per_cpu_mb =
+      shape.memory_mb > 0 ? shape.memory_mb / std::max(1, shape.cpus_per_node) : 0;
+  ++a->steps;
+  leases_[trial_id] = std::move(lease);
+  return placed;
+}
+
+void AllocationPool::Adopt(int64_t trial_id, uint32_t job_id, int64_t sweep_id, const Placement& p,
+                           const std::vector<std::string>& nodes, const Resources& r,
+                           const std::string& gpus) {
+  auto [it, added] = allocs_.try_emplace(job_id);
+  Allocation& a = it->second;
+  if (added) {
+    a.job_id = job_id;
+    a.sweep_id = sweep_id;
+    a.placement = p;
+    a.external = p.allocation.job == job_id;
+    a.since = clock_.Now();
+    spdlog::info("sweep {}: re-adopted Slurm allocation {}", sweep_id, job_id);
+  }
+  ++a.steps;
+  Lease lease;
+  lease.job_id = job_id;
+  lease.pending_nodes = nodes;
+  lease.resources = r;
+  lease.recorded_gpus = gpus;
+  Lease& held = leases_[trial_id] = std::move(lease);
+  if (a.running) HoldAdopted(a, held);
+}
+
+void AllocationPool::HoldAdopted(Allocation& a, Lease& lease) {
+  // The GPUs it recorded on each node ("n1:0,1 n2:2"), where known; else the first free ones.
+  std::map<std::string, std::vector<int>> recorded;
+  for (absl::string_view part : absl::StrSplit(lease.recorded_gpus, ' ', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits(':', 1));
+    for (absl::string_view g : absl::StrSplit(kv.second, ',', absl::SkipEmpty())) {
+      int index = 0;
+      if (absl::SimpleAtoi(g, &index)) recorded[kv.first].push_back(index);
+    }
+  }
+  for (const std::string& node : lease.pending_nodes) {
+    auto at = std::find(a.nodes.begin(), a.nodes.end(), node);
+    if (at == a.nodes.end()) continue;
+    int i = static_cast<int>(at - a.nodes.begin());
+    backend::ResourcePool& room = a.room[static_cast<size_t>(i)];
+    std::vector<int> gpus = recorded[node];
+    for (int g = 0; g < room.total_gpus() && static_cast<int>(gpus.size()) < lease.resources.gpus;
+         ++g) {
+      if (room.IsFree(g) && std::find(gpus.begin(), gpus.end(), g) == gpus.end()) {
+        gpus.push_back(g);
+      }
+    }
+    lease.node_index.push_back(i);
+    lease.grants.push_back(
+        room.AcquireExact(gpus, lease.resources.cpus * lease.resources.tasks_per_node));
+  }
+  lease.pending_nodes.clear();
+}
+
+void AllocationPool::Release(int64_t trial_id, absl::Time now) {
+  auto lease = leases_.find(trial_id);
+  if (lease == leases_.end()) return;
+  auto it = allocs_.find(lease->second.job_id);
+  if (it != allocs_.end()) {
+    Allocation& a = it->second;
+    for (size_t k = 0; k < lease->second.grants.size(); ++k) {
+      size_t i = static_cast<size_t>(lease->second.node_index[k]);
+      if (i < a.room.size()) a.room[i].Release(lease->second.grants[k]);
+    }
+    if (--a.steps == 0) a.since = now;
+    if (a.steps == 0 && (a.gone || ended_sweeps_.count(a.sweep_id))) Erase(it, "the sweep ended");
+  }
+  leases_.erase(lease);
+}
+
+void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
+  for (auto& [job_id, a] : allocs_) {
+    if (a.gone) continue;
+    auto found = by_id.find(job_id);
+    if (found == by_id.end()) {
+      if (++a.polls_missing >= 20) {
+        a.gone = true;
+        a.why_gone = absl::StrCat("allocation ", job_id, " vanished");
+      }
+      continue;
+    }
+    a.polls_missing = 0;
+    const JobStatus& st = *found->second;
+    if (st.state == JobState::kPending) continue;
+    if (st.state == JobState::kRunning) {
+      if (a.running) continue;
+      a.running = true;
+      a.nodes = api_.ExpandHostlist(st.nodes);
+      const backend::AllocationShape& shape = a.placement.allocation;
+      a.room.assign(a.nodes.size(),
+                    backend::ResourcePool(shape.gpus_per_node, shape.cpus_per_node));
+      a.since = clock_.Now();
+      for (auto& [trial_id, lease] : leases_) {  // re-adopted steps already hold some of it
+        if (lease.job_id == job_id && !lease.pending_nodes.empty()) HoldAdopted(a, lease);
+      }
+      spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
+      continue;
+    }
+    a.gone = true;
+    a.why_gone = absl::StrCat("allocation ", job_id, " ended (",
+                              st.state == JobState::kTimeout     ? "time limit"
+                              : st.state == JobState::kCancelled ? "canceled"
+                              : st.state == JobState::kNodeFail  ? "node failure"
+                                                                 : "ended",
+                              ")");
+    spdlog::warn("sweep {}: {}", a.sweep_id, a.why_gone);
+  }
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    auto next = std::next(it);
+    if (it->second.gone && it->second.steps == 0) Erase(it, it->second.why_gone);
+    it = next;
+  }
+}
+
+void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine) {
+  std::string prefix = absl::StrCat("hpo-alloc-", instance_, "-");
+  for (const JobStatus& s : mine) {
+    bool live = s.state == JobState::kPending || s.state == JobState::kRunning;
+    if (!live || !absl::StartsWith(s.name, prefix) || allocs_.count(s.job_id)) continue;
+    spdlog::warn("canceling allocation {} ({}) left by an earlier run of hpod", s.job_id, s.name);
+    if (absl::Status c = api_.Cancel(s.job_id); !c.ok()) {
+      spdlog::warn("cannot cancel allocation {}: {}", s.job_id, c.ToString());
+    }
+  }
+}
+
+bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Time now) {
+  int held = 0;
+  bool on_its_way = false;
+  for (const auto& [job_id, a] : allocs_) {
+    if (a.sweep_id != sweep_id || a.gone) continue;
+    ++held;
+    on_its_way |= !a.running;
+  }
+  if (on_its_way || held >= placement.allocation.max) return false;
+  Allocation a;
+  a.sweep_id = sweep_id;
+  a.placement = placement;
+  a.since = now;
+  if (uint32_t job = placement.allocation.job; job != 0) {
+    if (allocs_.count(job)) return false;  // another sweep uses it now; this one waits its turn
+    a.job_id = job;
+    a.external = true;
+    spdlog::info("sweep {}: using the user's Slurm allocation {}", sweep_id, job);
+    allocs_[job] = std::move(a);
+    return true;
+  }
+  absl::StatusOr<uint32_t> id = api_.Submit(AllocationRequest(Name(sweep_id), sweep_id, placement));
+  if (!id.ok()) {
+    spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id,
+                  id.status().ToString());
+    retry_submit_at_[sweep_id] = now + absl::Seconds(30);
+    return false;
+  }
+  retry_submit_at_.erase(sweep_id);
+  a.job_id = *id;
+  spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1,
+               placement.allocation.max);
+  allocs_[*id] = std::move(a);
+  return true;
+}
+
+bool AllocationPool::Resize() {
+  absl::Time now = clock_.Now();
+  bool grew = false;
+  // Grow: one more allocation for a sweep whose trials found no room, when none is on its way.
+  for (const auto& [sweep_id, placement] : demand_) {
+    if (ended_sweeps_.count(sweep_id)) continue;
+    auto retry = retry_submit_at_.find(sweep_id);
+    if (retry != retry_submit_at_.end() && now < retry->second) continue;
+    grew |= Grow(sweep_id, placement, now);
+  }
+  // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout.
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    auto next = std::next(it);
+    Allocation& a = it->second;
+    if (a.steps == 0 && !a.gone) {
+      if (demand_.count(a.sweep_id) && a.running) {
+        a.since = now;  // trials wait for a bigger hole than this one has now
+      } else if (demand_.count(a.sweep_id) == 0 &&
+                 now - a.since >= a.placement.allocation.idle_timeout) {
+        Erase(it, "idle");
+      }
+    }
+    it = next;
+  }
+  demand_.clear();
+  return grew;
+}
+
+void AllocationPool::SweepEnded(int64_t sweep_id) {
+  ended_sweeps_.insert(sweep_id);
+  demand_.erase(sweep_id);
+  retry_submit_at_.erase(sweep_id);
+  for (auto it = allocs_.begin(); it != allocs_.end();) {
+    auto next = std::next(it);
+    if (it->second.sweep_id == sweep_id && it->second.steps == 0) Erase(it, "the sweep ended");
+    it = next;
+  }
+}
+
+void AllocationPool::Detach() {
+  allocs_.clear();
+  leases_.clear();
+}
+
+void AllocationPool::Cancel(Allocation& a, const std::string& why) {
+  spdlog::info("sweep {}: releasing Slurm allocation {} ({})", a.sweep_id, a.job_id, why);
+  if (absl::Status s = api_.Cancel(a.job_id); !s.ok()) {
+    spdlog::warn("sweep {}: cannot cancel allocation {}: {}", a.sweep_id, a.job_id, s.ToString());
+  }
+}
+
+void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
+  Allocation& a = it->second;
+  if (!a.gone && !a.external) Cancel(a, why);
+  allocs_.erase(it);
+}
+
+std::string AllocationPool::WhyGone(uint32_t job_id) const {
+  auto it = allocs_.find(job_id);
+  return it != allocs_.end() && it->second.gone ? it->second.why_gone : std::string();
+}
+
+std::string AllocationPool::Describe() const {
+  int running = 0;
+  for (const auto& [id, a] : allocs_) running += a.running && !a.gone;
+  return absl::StrCat(allocs_.size(), " allocation(s) held (", running, " running)");
+}
+
+}  // namespace hpo::slurm

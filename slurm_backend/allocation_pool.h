@@ -1,0 +1,140 @@
+#pragma once
+// AllocationPool: the allocations hpod holds for its sweeps in Slurm steps mode, and the room
+// their steps leave on each node.
+//
+// An allocation is a batch "holder" job that only sleeps, shaped by the sweep's
+// `slurm.allocation` (or the user's own running job, `allocation.job`, which the pool uses but
+// never requests or cancels). Each of its nodes has a backend::ResourcePool, the same per-node
+// GPU and CPU accounting the local backend uses, so that a step is placed only where it fits
+// (best fit: the nodes with the fewest GPUs, then CPUs, left) and no two steps share a GPU.
+//
+// Growth and shrinking (Resize, once per poll): a sweep with a trial that found no room
+// (CanPlace answered false) gets one more allocation when none of its own is on its way, up to
+// `allocation.max`; an allocation without steps goes after `allocation.idle_timeout` unless its
+// sweep has a trial waiting; all of a sweep's go once it ended and their last step did.
+//
+// Allocation job names are hpo-alloc-<instance>-<sweep>, where <instance> is the data
+// directory's stable id: a restarted daemon takes back those its steps still run in (Adopt)
+// and cancels the rest it left (SweepLeftovers), never another daemon's.
+//
+// Thread safety: the Slurm backend's thread only (the controller's).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/resource_pool.h"
+#include "common/clock.h"
+#include "slurm_backend/slurm_api.h"
+
+namespace hpo::slurm {
+
+class AllocationPool {
+ public:
+  AllocationPool(SlurmApi& api, const Clock& clock, std::string instance);
+  // Cancels every allocation hpod requested that has not ended (not the user's own).
+  ~AllocationPool();
+  AllocationPool(const AllocationPool&) = delete;
+  AllocationPool& operator=(const AllocationPool&) = delete;
+
+  // Where a placed step runs.
+  struct Placed {
+    uint32_t job_id = 0;
+    std::vector<std::string> nodes;
+    int64_t mem_per_cpu_mb = 0;  // an even share of the allocation's memory per CPU; 0: none set
+  };
+
+  // True when a step of `sweep_id` with `r` fits in one of the sweep's running allocations now;
+  // false notes the sweep as waiting (Resize grows its pool).
+  bool CanPlace(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p);
+  // Reserves room for trial `trial_id`'s step, or nullopt when there is none now.
+  std::optional<Placed> Place(int64_t trial_id, int64_t sweep_id, const backend::Resources& r);
+  // After a restart: trial `trial_id`'s step still runs in allocation `job_id` on `nodes`. The
+  // allocation is taken back instead of canceled as a leftover, and the step's room is held
+  // once the allocation's nodes are known. `gpus` is the step's recorded GPUs ("n1:0,1 n2:2"),
+  // possibly empty.
+  void Adopt(int64_t trial_id, uint32_t job_id, int64_t sweep_id, const backend::Placement& p,
+             const std::vector<std::string>& nodes, const backend::Resources& r,
+             const std::string& gpus);
+  // Trial `trial_id`'s step ended: its room goes back, and its allocation goes too when that
+  // was its last step and the allocation ended or its sweep did.
+  void Release(int64_t trial_id, absl::Time now);
+
+  // Takes slurmctld's view of the user's jobs (one query per poll): allocations start running
+  // (their nodes become known), end, or vanish.
+  void Update(const std::map<uint32_t, const JobStatus*>& by_id);
+  // Once, from the first query of a new daemon: cancels allocations of this instance that an
+  // earlier run left and nothing took back.
+  void SweepLeftovers(const std::vector<JobStatus>& mine);
+  // Grows and shrinks the pools (see above). True when it requested or took an allocation,
+  // so that the backend watches slurmctld closely for a while.
+  bool Resize();
+  // The sweep launches nothing more: its idle allocations go now, the others after their last
+  // step.
+  void SweepEnded(int64_t sweep_id);
+  // The daemon leaves its allocations to the next start: forget them without canceling.
+  void Detach();
+
+  // Whether allocation `job_id` ended under its steps, and why ("" while it runs).
+  std::string WhyGone(uint32_t job_id) const;
+  bool empty() const { return allocs_.empty(); }
+  // "2 allocation(s) held (1 running)".
+  std::string Describe() const;
+
+ private:
+  struct Lease {
+    uint32_t job_id = 0;
+    std::vector<int> node_index;         // into the allocation's nodes
+    std::vector<backend::Grant> grants;  // per node, in node_index order
+    // Adopted before the allocation's nodes were known: held once they are.
+    std::vector<std::string> pending_nodes;
+    backend::Resources resources;
+    std::string recorded_gpus;
+  };
+  struct Allocation {
+    uint32_t job_id = 0;
+    int64_t sweep_id = 0;
+    backend::Placement placement;
+    bool running = false;
+    bool external = false;  // the user's own job (allocation.job): never canceled by hpod
+    bool gone = false;      // ended under us
+    std::string why_gone;
+    std::vector<std::string> nodes;
+    std::vector<backend::ResourcePool> room;  // per node
+    int steps = 0;
+    absl::Time since;  // submitted, or idle since
+    int polls_missing = 0;
+  };
+
+  // The nodes of `a` where a step with `r` fits now (best fit), or nullopt.
+  static std::optional<std::vector<int>> PickNodes(const Allocation& a,
+                                                   const backend::Resources& r);
+  Allocation* FindRoom(int64_t sweep_id, const backend::Resources& r, std::vector<int>* nodes);
+  // Holds the room of an adopted step once its allocation runs.
+  void HoldAdopted(Allocation& a, Lease& lease);
+  void Cancel(Allocation& a, const std::string& why);
+  void Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
+  bool Grow(int64_t sweep_id, const backend::Placement& placement, absl::Time now);
+  std::string Name(int64_t sweep_id) const;
+
+  SlurmApi& api_;
+  const Clock& clock_;
+  std::string instance_;
+  std::map<uint32_t, Allocation> allocs_;          // by job id
+  std::map<int64_t, Lease> leases_;                // by trial id
+  std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
+  std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed
+  std::set<int64_t> ended_sweeps_;
+};
+
+// The holder job of an allocation for a sweep (exposed for tests and CheckFits).
+JobRequest AllocationRequest(const std::string& name, int64_t sweep_id,
+                             const backend::Placement& p);
+// The sweep's `slurm:` settings that any job hpod submits carries (a trial's job or a holder).
+void ApplyPlacement(const backend::Placement& p, JobRequest& r);
+
+}  // namespace hpo::slurm

@@ -1,0 +1,69 @@
+#pragma once
+// FakeSlurm: a scripted slurmctld behind the SlurmApi seam. Submitted jobs stay PENDING until
+// the test runs them (Run) or ends them (set their state); queries answer from that table;
+// cancels are recorded in a list the test owns (it outlives the fake, which the backend owns).
+// Partition "nosuch" is refused as Slurm refuses an unknown partition.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "slurm_backend/slurm_api.h"
+
+namespace hpo::fakes {
+
+class FakeSlurm final : public slurm::SlurmApi {
+ public:
+  explicit FakeSlurm(std::vector<uint32_t>& canceled_out) : canceled(canceled_out) {}
+  struct Job {
+    slurm::JobRequest req;
+    slurm::JobStatus status;
+  };
+  std::map<uint32_t, Job> jobs;
+  std::vector<uint32_t>& canceled;
+  uint32_t next_id = 100;
+  int queries = 0;
+
+  [[nodiscard]] absl::StatusOr<uint32_t> Submit(const slurm::JobRequest& req) override {
+    uint32_t id = next_id++;
+    jobs[id] = {req, {id, slurm::JobState::kPending, 0, "", req.name}};
+    return id;
+  }
+  [[nodiscard]] absl::Status WillRun(const slurm::JobRequest& req) override {
+    if (req.partition == "nosuch") {
+      return absl::InvalidArgumentError("Invalid partition name specified");
+    }
+    return absl::OkStatus();
+  }
+  [[nodiscard]] absl::StatusOr<std::vector<slurm::JobStatus>> QueryMine() override {
+    ++queries;
+    std::vector<slurm::JobStatus> out;
+    for (auto& [id, j] : jobs) out.push_back(j.status);
+    return out;
+  }
+  [[nodiscard]] absl::Status Signal(uint32_t, int) override { return absl::OkStatus(); }
+  [[nodiscard]] absl::Status Cancel(uint32_t job_id) override {
+    canceled.push_back(job_id);
+    jobs[job_id].status.state = slurm::JobState::kCancelled;
+    return absl::OkStatus();
+  }
+  [[nodiscard]] absl::StatusOr<std::vector<slurm::StepStatus>> QuerySteps() override {
+    return std::vector<slurm::StepStatus>{};
+  }
+  [[nodiscard]] absl::Status SignalStep(uint32_t, uint32_t, int) override {
+    return absl::OkStatus();
+  }
+  [[nodiscard]] absl::Status CancelStep(uint32_t, uint32_t) override { return absl::OkStatus(); }
+  std::vector<std::string> ExpandHostlist(const std::string& list) override {
+    return absl::StrSplit(list, ',', absl::SkipEmpty());
+  }
+  // The job starts running on `nodes` ("n1,n2").
+  void Run(uint32_t id, const std::string& nodes) {
+    jobs[id].status.state = slurm::JobState::kRunning;
+    jobs[id].status.nodes = nodes;
+  }
+};
+
+}  // namespace hpo::fakes

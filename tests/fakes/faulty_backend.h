@@ -1,0 +1,56 @@
+#pragma once
+// FaultyBackend: a pass-through Backend that fails Launch, Stop or Adopt with a chosen code, a
+// chosen number of times (flux-core's testexec, for a phase of a trial's life). Everything
+// else goes to the wrapped backend.
+
+#include <map>
+
+#include "backend/backend.h"
+
+namespace hpo::fakes {
+
+class FaultyBackend final : public backend::Backend {
+ public:
+  enum class Verb { kLaunch, kStop, kAdopt };
+  explicit FaultyBackend(backend::Backend& inner) : inner_(inner) {}
+
+  // The next `times` calls of `verb` fail with `code`; the wrapped backend is not called.
+  void Fail(Verb verb, absl::StatusCode code, int times = 1) { faults_[verb] = {code, times}; }
+  int failed() const { return failed_; }
+
+  [[nodiscard]] absl::Status CheckFits(const backend::Resources& r,
+                                       const backend::Placement& p) override {
+    return inner_.CheckFits(r, p);
+  }
+  bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
+                 const backend::Placement& p) override {
+    return inner_.CanLaunch(sweep_id, r, p);
+  }
+  int Running() const override { return inner_.Running(); }
+  std::string Describe() const override { return inner_.Describe(); }
+  std::string Name() const override { return inner_.Name(); }
+  [[nodiscard]] absl::Status Launch(const backend::LaunchSpec& spec) override;
+  [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  std::vector<backend::BackendEvent> Poll() override { return inner_.Poll(); }
+  [[nodiscard]] absl::Status Adopt(const backend::LaunchSpec& spec, const std::string& backend_id,
+                                   const std::string& gpus) override;
+  void Reclaim(int64_t trial_id, const std::string& backend_id) override {
+    inner_.Reclaim(trial_id, backend_id);
+  }
+  void Detach() override { inner_.Detach(); }
+  void SweepEnded(int64_t sweep_id) override { inner_.SweepEnded(sweep_id); }
+  void SetWakeup(std::function<void()> wake) override { inner_.SetWakeup(std::move(wake)); }
+
+ private:
+  struct Fault {
+    absl::StatusCode code;
+    int times;
+  };
+  [[nodiscard]] absl::Status Injected(Verb verb, const char* name);
+
+  backend::Backend& inner_;
+  std::map<Verb, Fault> faults_;
+  int failed_ = 0;
+};
+
+}  // namespace hpo::fakes

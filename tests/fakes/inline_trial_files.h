@@ -1,0 +1,35 @@
+#pragma once
+// InlineTrialFiles: the TrialFiles seam doing its work on the caller's thread, at once, for
+// tests and benchmarks in virtual time (no thread, no wall clock). Prepare makes the directory
+// before it returns; its outcome is in the next Poll. A directory that cannot be made for lack
+// of room is tried again at every Poll, as the real seam does once a second.
+
+#include <vector>
+
+#include "server/trial_files.h"
+
+namespace hpo::fakes {
+
+class InlineTrialFiles final : public server::TrialFiles {
+ public:
+  void Prepare(int64_t trial_id, std::string dir, std::string params_json) override;
+  std::vector<Prepared> Poll() override;
+  [[nodiscard]] absl::Status Health() const override { return health_; }
+  void Tail(std::string path, int64_t max_bytes, TailDone done) override;
+  void SetWakeup(std::function<void()>) override {}
+
+  int prepared() const { return prepared_; }  // directories made
+
+ private:
+  struct Job {
+    int64_t trial_id;
+    std::string dir, params_json;
+  };
+  void Run(Job job);
+  std::vector<Job> waiting_;
+  std::vector<Prepared> done_;
+  absl::Status health_;
+  int prepared_ = 0;
+};
+
+}  // namespace hpo::fakes

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every example sweep validates, and there is one for every algorithm and every stopper hpod
+# knows (the names come from `hpo validate` errors, so a new one without an example fails here).
+# The unknown-command rule of the CLI is checked on the way: exit 2, nothing run.
+source "$(dirname "$0")/lib.sh"
+hpo daemon start --cpus 8 --gpus 4 >/dev/null
+: >"$WORK/used"
+for f in "$HPO_SRC"/examples/*.yaml; do
+  hpo validate "$f" >"$WORK/out" 2>&1 || fail "$(basename "$f") does not validate: $(cat "$WORK/out")"
+  sed -n 's/^algorithm: \([a-z]*\).*/algorithm \1/p; s/^early stopping: \([a-z]*\).*/stopper \1/p' "$WORK/out" >>"$WORK/used"
+done
+known() {  # the names hpod lists for an unknown value of section $1
+  printf 'parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: t\n%s: {name: nosuch}\n' "$1" >"$WORK/bad.yaml"
+  hpo validate "$WORK/bad.yaml" 2>&1 | sed -n 's/.*(known: \(.*\)).*/\1/p' | tr -d ' ' | tr ',' '\n'
+}
+for name in $(known algorithm); do
+  grep -qx "algorithm $name" "$WORK/used" || fail "no example uses algorithm '$name'"
+done
+for name in $(known early_stopping); do
+  grep -qx "stopper $name" "$WORK/used" || fail "no example uses early_stopping '$name'"
+done
+if hpo extend 1 --help >"$WORK/out" 2>&1; then fail "an unknown command succeeded"; fi
+set +e
+hpo extend 1 --help >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "an unknown command exited $rc, not 2"
+grep -q "unknown command 'extend'" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
+pass "every example validates; every algorithm and stopper has one; unknown commands exit 2"
