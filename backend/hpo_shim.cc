@@ -4,7 +4,8 @@
 //   hpo-shim DIR -- COMMAND [ARGS...]
 //
 // Before starting COMMAND it writes its own pid (the trial's process group, since hpod starts it
-// in a session of its own) to DIR/hpo.pid. When COMMAND ends it writes DIR/hpo.exit:
+// in a session of its own) to DIR/hpo.pid, and $HPO_PARAMS_JSON (the trial's parameters) to
+// DIR/params.json. When COMMAND ends it writes DIR/hpo.exit:
 // "exit N", "signal N", or "exec ERRNO" when COMMAND could not be started. Then it ends the way
 // COMMAND did (the same exit code, or the same signal), so its parent sees no difference.
 // Signals sent to the process group reach COMMAND as usual; the shim itself survives every one it
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   for (int sig : kCaught) ::sigaction(sig, &sa, nullptr);
   WriteSmallFile(dir.shim_pid(), std::to_string(::getpid()) + "\n");
+  // The trial's parameters, for the command to read (hpod passes them in the environment).
+  if (const char* params = std::getenv("HPO_PARAMS_JSON"); params != nullptr && *params != '\0') {
+    WriteSmallFile(dir.params(), std::string(params) + "\n");
+  }
 
   int pipe_fds[2];  // carries exec's errno; closed by a successful exec (O_CLOEXEC)
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {

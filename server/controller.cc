@@ -10,19 +10,6 @@
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
-namespace {
-
-TrialLifecycle::Options LifecycleOptions(const Controller::Options& o) {
-  TrialLifecycle::Options out;
-  out.data_dir = o.data_dir;
-  out.report_endpoint = o.report_endpoint;
-  out.tls_ca = o.tls_ca;
-  out.hpo_bin_dir = o.hpo_bin_dir;
-  out.progress_interval = o.progress_interval;
-  return out;
-}
-
-}  // namespace
 
 Controller::Controller(Options options, Store& store, backend::Backend& backend, TrialFiles& files,
                        const Clock& clock)
@@ -31,7 +18,7 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
       files_(files),
       clock_(clock),
       events_(store),
-      lifecycle_(LifecycleOptions(options), table_, store, backend, files, events_, clock),
+      lifecycle_(options, table_, store, backend, files, events_, clock),
       intake_(table_, store, lifecycle_, clock),
       loop_(store, clock, options.tick,
             {[this] { lifecycle_.Tick(); },

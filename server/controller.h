@@ -44,13 +44,9 @@ namespace hpo::server {
 
 class Controller {
  public:
-  struct Options {
-    DataDir data_dir{""};
-    std::string report_endpoint;  // HPO_ENDPOINT given to trials
-    std::string tls_ca;           // HPO_TLS_CA given to trials when the endpoint serves TLS
-    std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
+  // What trials get (data directory, endpoint, ...; TrialLifecycle::Options), and the tick.
+  struct Options : TrialLifecycle::Options {
     absl::Duration tick = absl::Milliseconds(50);
-    absl::Duration progress_interval = absl::Milliseconds(500);
   };
   using Done = BatchLoop::Done;
   using Work = BatchLoop::Work;

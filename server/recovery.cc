@@ -121,6 +121,8 @@ absl::Status Recovery::Run() {
         RETURN_IF_ERROR(Replay(sweep, *t));
         if (!final) Adopt(sweep, *t);
       }
+      // New trials' directories are asked for from the next number on.
+      sweep.dirs_requested = static_cast<int64_t>(sweep.trials.size());
       // A sweep that was ending when the daemon stopped still ends: its re-adopted trials are
       // stopped again (the earlier request lived in memory only).
       if (sweep.Ending() && !sweep.Final()) {

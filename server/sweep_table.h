@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "algorithms/sampler.h"
 #include "server/store.h"
@@ -58,8 +59,13 @@ struct SweepRuntime {
   std::deque<int64_t> pending;  // numbers of PENDING trials, launch order
   int64_t active = 0;           // trials PENDING, LAUNCHING or RUNNING
   int64_t preparing = 0;        // PENDING trials whose directory is being made
-  int64_t failed = 0;           // trials FAILED by their own fault
-  int64_t best = -1;            // number of the best finished trial
+  // Trial directories asked for ahead of their trials (TrialFiles): every number below
+  // `dirs_requested` was asked for; those made before their trial exists wait in `dirs_made`
+  // with their outcome.
+  int64_t dirs_requested = 0;
+  std::map<int64_t, absl::Status> dirs_made;
+  int64_t failed = 0;  // trials FAILED by their own fault
+  int64_t best = -1;   // number of the best finished trial
 
   const SweepSpec& spec() const { return plan.spec; }
   bool Final() const;

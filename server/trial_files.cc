@@ -5,15 +5,10 @@
 #include <chrono>
 
 #include "common/files.h"
-#include "common/layout.h"
 
 namespace hpo::server {
 
-absl::Status PrepareTrialDir(const std::string& dir, const std::string& params_json) {
-  if (absl::Status s = MakeDirs(dir, 0755); !s.ok()) return s;
-  // A copy for the trial; the store holds the truth, so no fsync.
-  return WriteFileAtomic(layout::TrialDir(dir).params(), params_json, 0644, /*sync=*/false);
-}
+absl::Status PrepareTrialDir(const std::string& dir) { return MakeDirs(dir, 0755); }
 
 absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path, int64_t max_bytes) {
   TrialFiles::LogTail tail;
@@ -43,10 +38,10 @@ ThreadedTrialFiles::~ThreadedTrialFiles() {
   thread_.join();
 }
 
-void ThreadedTrialFiles::Prepare(int64_t trial_id, std::string dir, std::string params_json) {
+void ThreadedTrialFiles::Prepare(std::string dir) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back({trial_id, std::move(dir), std::move(params_json), "", 0, nullptr});
+    jobs_.push_back({std::move(dir), "", 0, nullptr});
   }
   cv_.notify_one();
 }
@@ -66,7 +61,7 @@ absl::Status ThreadedTrialFiles::Health() const {
 void ThreadedTrialFiles::Tail(std::string path, int64_t max_bytes, TailDone done) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back({0, "", "", std::move(path), max_bytes, std::move(done)});
+    jobs_.push_back({"", std::move(path), max_bytes, std::move(done)});
   }
   cv_.notify_one();
 }
@@ -100,7 +95,7 @@ void ThreadedTrialFiles::Loop() {
         lock.lock();
         continue;
       }
-      absl::Status s = PrepareTrialDir(job.dir, job.params_json);
+      absl::Status s = PrepareTrialDir(job.dir);
       lock.lock();
       if (absl::IsUnavailable(s)) {
         health_ = s;
@@ -110,7 +105,7 @@ void ThreadedTrialFiles::Loop() {
         continue;
       }
       if (s.ok() && waiting_.empty()) health_ = absl::OkStatus();
-      done_.push_back({job.trial_id, std::move(s)});
+      done_.push_back({std::move(job.dir), std::move(s)});
       news = true;
     }
     if (news && wake_) wake_();

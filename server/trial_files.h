@@ -1,16 +1,18 @@
 #pragma once
-// TrialFiles: what hpod does on the sweeps file system — making a trial's directory (with its
-// params.json) before the trial launches, and reading the end of a trial's logs. On a cluster
-// that file system is often a shared one (Lustre, NFS) whose metadata operations can take
-// seconds under load; behind this seam they run on a thread of their own, so a slow file system
-// delays a launch or a log read, never the controller's batches (and so never a report).
+// TrialFiles: what hpod does on the sweeps file system — making trial directories before their
+// trials launch, and reading the end of a trial's logs. On a cluster that file system is often a
+// shared one (Lustre, NFS) whose metadata operations can take seconds under load; behind this
+// seam they run on a thread of their own, so a slow file system delays a launch or a log read,
+// never the controller's batches (and so never a report). The controller asks for the
+// directories of a sweep's next trials ahead of time, so that a trial usually finds its own
+// made when it is created.
 //
 // Thread safety: Prepare, Poll and Health are called from the controller's thread; Tail from
 // any thread; its callback runs on the seam's thread. SetWakeup's function is called from the
 // seam's thread whenever Poll has news.
 // Errors: a directory that cannot be made for lack of room or a read-only file system
 // (UNAVAILABLE) is not reported: Health() says so, and the seam tries again every second until
-// it succeeds. Any other failure comes back from Poll with the trial's id.
+// it succeeds. Any other failure comes back from Poll with the directory.
 
 #include <condition_variable>
 #include <cstdint>
@@ -31,8 +33,8 @@ namespace hpo::server {
 class TrialFiles {
  public:
   struct Prepared {
-    int64_t trial_id = 0;
-    absl::Status status;  // OK: the directory and its params.json exist
+    std::string dir;
+    absl::Status status;  // OK: the directory exists
   };
   struct LogTail {
     std::string data;
@@ -42,8 +44,8 @@ class TrialFiles {
   using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
 
   virtual ~TrialFiles() = default;
-  // Makes `dir` (and its parents) and writes `params_json` into it as params.json.
-  virtual void Prepare(int64_t trial_id, std::string dir, std::string params_json) = 0;
+  // Makes `dir` and its parents.
+  virtual void Prepare(std::string dir) = 0;
   // The Prepare calls finished since the last call.
   virtual std::vector<Prepared> Poll() = 0;
   // OK, or UNAVAILABLE with the cause while a directory cannot be made (full, read-only).
@@ -59,7 +61,7 @@ class ThreadedTrialFiles final : public TrialFiles {
   ThreadedTrialFiles();
   ~ThreadedTrialFiles() override;  // finishes what was asked, then joins the thread
 
-  void Prepare(int64_t trial_id, std::string dir, std::string params_json) override;
+  void Prepare(std::string dir) override;
   std::vector<Prepared> Poll() override;
   [[nodiscard]] absl::Status Health() const override;
   void Tail(std::string path, int64_t max_bytes, TailDone done) override;
@@ -67,8 +69,7 @@ class ThreadedTrialFiles final : public TrialFiles {
 
  private:
   struct Job {
-    int64_t trial_id = 0;  // Prepare
-    std::string dir, params_json;
+    std::string dir;   // Prepare
     std::string path;  // Tail
     int64_t max_bytes = 0;
     TailDone done;
@@ -86,8 +87,8 @@ class ThreadedTrialFiles final : public TrialFiles {
   std::thread thread_;
 };
 
-// The work itself, shared by every TrialFiles: makes the directory and its params.json.
-[[nodiscard]] absl::Status PrepareTrialDir(const std::string& dir, const std::string& params_json);
+// The work itself, shared by every TrialFiles: makes the directory and its parents.
+[[nodiscard]] absl::Status PrepareTrialDir(const std::string& dir);
 // Reads the end of a log; a missing file is an empty tail with `missing` set.
 [[nodiscard]] absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path,
                                                               int64_t max_bytes);

@@ -29,7 +29,7 @@ bool TrialLifecycle::Writable() const { return store_.Health().ok() && files_.He
 
 void TrialLifecycle::Tick() {
   for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
-  for (const TrialFiles::Prepared& p : files_.Poll()) ApplyPrepared(p);
+  PollFiles();
   EnforceStops();
   for (auto& [id, sweep] : table_.sweeps()) {
     if (!sweep->Final()) Schedule(*sweep);
@@ -134,7 +134,10 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   }
   if (blocked) return;
   // New trials while there is room, one directory at a time: a trial whose directory is still
-  // being made would otherwise leave the room it will take looking free.
+  // being made would otherwise leave the room it will take looking free. Their directories were
+  // asked for ahead, so they are usually made already.
+  RequestDirsAhead(sweep);
+  PollFiles();
   while (sweep.active < spec.budget.max_concurrent && sweep.preparing == 0 &&
          backend_.CanLaunch(sweep.rec.id, spec.MinResources(), spec.placement)) {
     if (!CreateTrial(sweep)) break;
@@ -198,7 +201,6 @@ bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
   ++sweep.active;
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
   PrepareFiles(sweep, trial);
-  for (const TrialFiles::Prepared& p : files_.Poll()) ApplyPrepared(p);  // done at once, often
   if (v1::IsFinal(trial.rec.state)) return true;
   if (trial.files == TrialRuntime::Files::kReady &&
       backend_.CanLaunch(sweep.rec.id, sweep.spec().TrialResources(rec.params),
@@ -210,20 +212,67 @@ bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
   return true;
 }
 
+void TrialLifecycle::RequestDir(SweepRuntime& sweep, int64_t number) {
+  std::string dir = options_.data_dir.trial_dir(sweep.rec.id, number);
+  dir_requests_[dir] = {sweep.rec.id, number};
+  files_.Prepare(std::move(dir));
+}
+
+void TrialLifecycle::RequestDirsAhead(SweepRuntime& sweep) {
+  int64_t next = static_cast<int64_t>(sweep.trials.size());
+  int64_t until = next + std::min<int64_t>(kDirsAhead, sweep.spec().budget.max_concurrent);
+  if (sweep.plan.limit > 0) {  // not past the sweep's last trial (retries take numbers too)
+    until = std::min(until,
+                     std::max(sweep.plan.limit, next + static_cast<int64_t>(sweep.retries.size())));
+  }
+  for (sweep.dirs_requested = std::max(sweep.dirs_requested, next); sweep.dirs_requested < until;
+       ++sweep.dirs_requested) {
+    RequestDir(sweep, sweep.dirs_requested);
+  }
+}
+
+void TrialLifecycle::PollFiles() {
+  for (const TrialFiles::Prepared& p : files_.Poll()) ApplyPrepared(p);
+}
+
 void TrialLifecycle::PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial) {
   if (trial.files != TrialRuntime::Files::kNone) return;
+  int64_t number = trial.rec.number;
+  if (auto made = sweep.dirs_made.find(number); made != sweep.dirs_made.end()) {
+    absl::Status status = std::move(made->second);
+    sweep.dirs_made.erase(made);
+    trial.files = TrialRuntime::Files::kReady;
+    if (!status.ok()) {
+      EndTrial(sweep, trial, v1::TRIAL_STATE_FAILED,
+               absl::StrCat("cannot make its directory: ", status.message()));
+    }
+    return;
+  }
   trial.files = TrialRuntime::Files::kPreparing;
   ++sweep.preparing;
-  files_.Prepare(trial.rec.id, trial.rec.trial_dir, ParamsToJsonText(trial.rec.params) + "\n");
+  if (number >= sweep.dirs_requested || !dir_requests_.count(trial.rec.trial_dir)) {
+    RequestDir(sweep, number);
+  }
+  PollFiles();  // a fast seam has it made already
 }
 
 void TrialLifecycle::ApplyPrepared(const TrialFiles::Prepared& p) {
-  auto [sweep, trial] = table_.FindTrial(p.trial_id);
-  if (trial == nullptr || trial->files != TrialRuntime::Files::kPreparing) return;
+  auto request = dir_requests_.find(p.dir);
+  if (request == dir_requests_.end()) return;
+  auto [sweep_id, number] = request->second;
+  dir_requests_.erase(request);
+  SweepRuntime* sweep = table_.FindSweep(sweep_id);
+  if (sweep == nullptr) return;
+  if (number >= static_cast<int64_t>(sweep->trials.size())) {  // made ahead of its trial
+    if (!sweep->Final()) sweep->dirs_made[number] = p.status;
+    return;
+  }
+  TrialRuntime& trial = sweep->trial(number);
+  if (trial.files != TrialRuntime::Files::kPreparing) return;
   --sweep->preparing;
-  trial->files = TrialRuntime::Files::kReady;
-  if (v1::IsFinal(trial->rec.state) || p.status.ok()) return;
-  EndTrial(*sweep, *trial, v1::TRIAL_STATE_FAILED,
+  trial.files = TrialRuntime::Files::kReady;
+  if (v1::IsFinal(trial.rec.state) || p.status.ok()) return;
+  EndTrial(*sweep, trial, v1::TRIAL_STATE_FAILED,
            absl::StrCat("cannot make its directory: ", p.status.message()));
 }
 
@@ -257,6 +306,9 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
   launch.env["HPO_TRIAL_DIR"] = rec.trial_dir;
   launch.env["HPO_CHECKPOINT_IN"] = checkpoint_in;
   launch.env["HPO_CHECKPOINT_OUT"] = dir.checkpoint();
+  // hpo-shim (or a Slurm job's script) writes it into the trial directory as params.json before
+  // the command starts.
+  launch.env["HPO_PARAMS_JSON"] = ParamsToJsonText(rec.params);
   launch.env["HPO_OBJECTIVE_METRIC"] = spec.objective.metric;
   launch.env["HPO_FOM_REGEX"] = spec.fom_regex;
   if (!options_.hpo_bin_dir.empty()) {

@@ -14,6 +14,7 @@
 // trial's fault, LOST when it is the infrastructure's) or is logged.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,10 +82,18 @@ class TrialLifecycle {
  private:
   // How long the oldest waiting trial lets smaller ones start before it.
   static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
+  // Trial directories asked for ahead: up to this many of a sweep's next trials.
+  static constexpr int64_t kDirsAhead = 16;
   void HandleBackendEvent(const backend::BackendEvent& e);
+  // The directories TrialFiles made since the last call.
+  void PollFiles();
   void ApplyPrepared(const TrialFiles::Prepared& p);
   bool CreateTrial(SweepRuntime& sweep);
-  // Starts making the trial's directory unless it is ready or on its way.
+  // Asks for the directory of trial number `number` of the sweep.
+  void RequestDir(SweepRuntime& sweep, int64_t number);
+  // Asks for the directories of the sweep's next trials.
+  void RequestDirsAhead(SweepRuntime& sweep);
+  // A trial without its directory: takes one made ahead, or waits for it (asking if need be).
   void PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial);
   bool LaunchPending(SweepRuntime& sweep, TrialRuntime& trial);
   void EnforceStops();
@@ -101,6 +110,7 @@ class TrialLifecycle {
   const Clock& clock_;
   std::set<int64_t> dirty_;      // ids of trials with unsaved progress
   std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
+  std::map<std::string, std::pair<int64_t, int64_t>> dir_requests_;  // dir -> (sweep, number)
 };
 
 }  // namespace hpo::server

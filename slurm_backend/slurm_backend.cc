@@ -119,7 +119,11 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   // One task: the batch script is the trial. Several tasks (or nodes): the batch script starts
   // them all as one step; every task runs the command, rank 0 ($SLURM_PROCID) is the one to report.
   int tasks = spec.resources.nodes * spec.resources.tasks_per_node;
-  r.script = tasks > 1 ? "#!/bin/sh\nexec srun --kill-on-bad-exit=1" : "#!/bin/sh\nexec";
+  // The trial's parameters go into its directory first (what hpo-shim does on the other paths).
+  r.script = absl::StrCat("#!/bin/sh\n",
+                          "[ -z \"$HPO_PARAMS_JSON\" ] || printf '%s\\n' \"$HPO_PARAMS_JSON\" > ",
+                          ShellQuote(layout::TrialDir(spec.trial_dir).params()), " 2>/dev/null\n",
+                          tasks > 1 ? "exec srun --kill-on-bad-exit=1" : "exec");
   if (tasks > 1 && spec.resources.gpus_per_task > 0) {
     absl::StrAppend(&r.script, " --gpus-per-task=", spec.resources.gpus_per_task);
   }

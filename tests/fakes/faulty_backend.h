@@ -3,9 +3,8 @@
 // chosen number of times (flux-core's testexec, for a phase of a trial's life). Everything
 // else goes to the wrapped backend.
 
-#include <map>
-
 #include "backend/backend.h"
+#include "tests/fakes/fault_plan.h"
 
 namespace hpo::fakes {
 
@@ -15,8 +14,8 @@ class FaultyBackend final : public backend::Backend {
   explicit FaultyBackend(backend::Backend& inner) : inner_(inner) {}
 
   // The next `times` calls of `verb` fail with `code`; the wrapped backend is not called.
-  void Fail(Verb verb, absl::StatusCode code, int times = 1) { faults_[verb] = {code, times}; }
-  int failed() const { return failed_; }
+  void Fail(Verb verb, absl::StatusCode code, int times = 1) { faults_.Fail(verb, code, times); }
+  int failed() const { return faults_.failed(); }
 
   [[nodiscard]] absl::Status CheckFits(const backend::Resources& r,
                                        const backend::Placement& p) override {
@@ -42,15 +41,10 @@ class FaultyBackend final : public backend::Backend {
   void SetWakeup(std::function<void()> wake) override { inner_.SetWakeup(std::move(wake)); }
 
  private:
-  struct Fault {
-    absl::StatusCode code;
-    int times;
-  };
   [[nodiscard]] absl::Status Injected(Verb verb, const char* name);
 
   backend::Backend& inner_;
-  std::map<Verb, Fault> faults_;
-  int failed_ = 0;
+  FaultPlan<Verb> faults_;
 };
 
 }  // namespace hpo::fakes

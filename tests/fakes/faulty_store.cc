@@ -1,26 +1,15 @@
 #include "tests/fakes/faulty_store.h"
 
-#include "absl/strings/str_cat.h"
-
 namespace hpo::fakes {
 
-absl::Status FaultyStore::Injected(Call call, const char* name) {
-  auto it = faults_.find(call);
-  if (it == faults_.end() || it->second.times <= 0) return absl::OkStatus();
-  absl::StatusCode code = it->second.code;
-  if (--it->second.times == 0) faults_.erase(it);
-  ++failed_;
-  return absl::Status(code, absl::StrCat("injected fault: ", name));
-}
-
 absl::Status FaultyStore::Begin() {
-  if (absl::Status s = Injected(Call::kBegin, "Begin"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kBegin, "Begin"); !s.ok()) return s;
   if (kept_open_) return absl::OkStatus();  // the kept writes' transaction goes on
   return inner_.Begin();
 }
 
 absl::Status FaultyStore::Commit() {
-  if (absl::Status s = Injected(Call::kCommit, "Commit"); !s.ok()) {
+  if (absl::Status s = faults_.Next(Call::kCommit, "Commit"); !s.ok()) {
     kept_open_ = true;
     health_ = absl::UnavailableError(s.message());
     return s;
@@ -44,54 +33,54 @@ absl::Status FaultyStore::Health() const {
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertSweep(const server::SweepRecord& sweep) {
-  if (absl::Status s = Injected(Call::kInsertSweep, "InsertSweep"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kInsertSweep, "InsertSweep"); !s.ok()) return s;
   return inner_.InsertSweep(sweep);
 }
 
 absl::Status FaultyStore::UpdateSweep(const server::SweepRecord& sweep) {
-  if (absl::Status s = Injected(Call::kUpdateSweep, "UpdateSweep"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kUpdateSweep, "UpdateSweep"); !s.ok()) return s;
   return inner_.UpdateSweep(sweep);
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertTrial(const server::TrialRecord& trial) {
-  if (absl::Status s = Injected(Call::kInsertTrial, "InsertTrial"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kInsertTrial, "InsertTrial"); !s.ok()) return s;
   return inner_.InsertTrial(trial);
 }
 
 absl::Status FaultyStore::UpdateTrial(const server::TrialRecord& trial) {
-  if (absl::Status s = Injected(Call::kUpdateTrial, "UpdateTrial"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kUpdateTrial, "UpdateTrial"); !s.ok()) return s;
   return inner_.UpdateTrial(trial);
 }
 
 absl::Status FaultyStore::InsertReport(const server::ReportRecord& report) {
-  if (absl::Status s = Injected(Call::kInsertReport, "InsertReport"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kInsertReport, "InsertReport"); !s.ok()) return s;
   return inner_.InsertReport(report);
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertEvent(const server::EventRecord& event) {
-  if (absl::Status s = Injected(Call::kInsertEvent, "InsertEvent"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kInsertEvent, "InsertEvent"); !s.ok()) return s;
   return inner_.InsertEvent(event);
 }
 
 absl::StatusOr<std::vector<server::SweepRecord>> FaultyStore::LoadSweeps() {
-  if (absl::Status s = Injected(Call::kLoadSweeps, "LoadSweeps"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kLoadSweeps, "LoadSweeps"); !s.ok()) return s;
   return inner_.LoadSweeps();
 }
 
 absl::StatusOr<std::vector<server::TrialRecord>> FaultyStore::LoadTrials(int64_t sweep_id) {
-  if (absl::Status s = Injected(Call::kLoadTrials, "LoadTrials"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kLoadTrials, "LoadTrials"); !s.ok()) return s;
   return inner_.LoadTrials(sweep_id);
 }
 
 absl::StatusOr<std::vector<server::ReportRecord>> FaultyStore::LoadReports(int64_t trial_id) {
-  if (absl::Status s = Injected(Call::kLoadReports, "LoadReports"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kLoadReports, "LoadReports"); !s.ok()) return s;
   return inner_.LoadReports(trial_id);
 }
 
 absl::StatusOr<std::vector<server::EventRecord>> FaultyStore::LoadEvents(int64_t sweep_id,
                                                                          int64_t after_seq,
                                                                          int limit) {
-  if (absl::Status s = Injected(Call::kLoadEvents, "LoadEvents"); !s.ok()) return s;
+  if (absl::Status s = faults_.Next(Call::kLoadEvents, "LoadEvents"); !s.ok()) return s;
   return inner_.LoadEvents(sweep_id, after_seq, limit);
 }
 

@@ -7,9 +7,8 @@
 // Health() is UNAVAILABLE with the injected message, and the next Commit that is not failed
 // commits them together with that batch's writes.
 
-#include <map>
-
 #include "server/store.h"
+#include "tests/fakes/fault_plan.h"
 
 namespace hpo::fakes {
 
@@ -32,9 +31,8 @@ class FaultyStore final : public server::Store {
   explicit FaultyStore(server::Store& inner) : inner_(inner) {}
 
   // The next `times` calls of `call` fail with `code` (and a message naming the call).
-  void Fail(Call call, absl::StatusCode code, int times = 1) { faults_[call] = {code, times}; }
-  void Heal() { faults_.clear(); }
-  int failed() const { return failed_; }  // injected failures so far
+  void Fail(Call call, absl::StatusCode code, int times = 1) { faults_.Fail(call, code, times); }
+  int failed() const { return faults_.failed(); }  // injected failures so far
 
   [[nodiscard]] absl::Status Begin() override;
   [[nodiscard]] absl::Status Commit() override;
@@ -57,16 +55,11 @@ class FaultyStore final : public server::Store {
   int SchemaVersion() const override { return inner_.SchemaVersion(); }
 
  private:
-  struct Fault {
-    absl::StatusCode code;
-    int times;
-  };
   // The injected error for `call`, or OK.
   [[nodiscard]] absl::Status Injected(Call call, const char* name);
 
   server::Store& inner_;
-  std::map<Call, Fault> faults_;
-  int failed_ = 0;
+  FaultPlan<Call> faults_;
   bool kept_open_ = false;  // a failed Commit left the inner transaction open
   absl::Status health_;
 };

@@ -2,25 +2,23 @@
 
 namespace hpo::fakes {
 
-void InlineTrialFiles::Prepare(int64_t trial_id, std::string dir, std::string params_json) {
-  Run({trial_id, std::move(dir), std::move(params_json)});
-}
+void InlineTrialFiles::Prepare(std::string dir) { Run(std::move(dir)); }
 
-void InlineTrialFiles::Run(Job job) {
-  absl::Status s = server::PrepareTrialDir(job.dir, job.params_json);
+void InlineTrialFiles::Run(std::string dir) {
+  absl::Status s = server::PrepareTrialDir(dir);
   if (absl::IsUnavailable(s)) {
     health_ = s;
-    waiting_.push_back(std::move(job));
+    waiting_.push_back(std::move(dir));
     return;
   }
   if (s.ok()) ++prepared_;
-  done_.push_back({job.trial_id, std::move(s)});
+  done_.push_back({std::move(dir), std::move(s)});
 }
 
 std::vector<server::TrialFiles::Prepared> InlineTrialFiles::Poll() {
-  std::vector<Job> retry;
+  std::vector<std::string> retry;
   retry.swap(waiting_);
-  for (Job& job : retry) Run(std::move(job));
+  for (std::string& dir : retry) Run(std::move(dir));
   if (waiting_.empty()) health_ = absl::OkStatus();
   std::vector<Prepared> out;
   out.swap(done_);

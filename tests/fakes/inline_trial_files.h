@@ -12,7 +12,7 @@ namespace hpo::fakes {
 
 class InlineTrialFiles final : public server::TrialFiles {
  public:
-  void Prepare(int64_t trial_id, std::string dir, std::string params_json) override;
+  void Prepare(std::string dir) override;
   std::vector<Prepared> Poll() override;
   [[nodiscard]] absl::Status Health() const override { return health_; }
   void Tail(std::string path, int64_t max_bytes, TailDone done) override;
@@ -21,12 +21,8 @@ class InlineTrialFiles final : public server::TrialFiles {
   int prepared() const { return prepared_; }  // directories made
 
  private:
-  struct Job {
-    int64_t trial_id;
-    std::string dir, params_json;
-  };
-  void Run(Job job);
-  std::vector<Job> waiting_;
+  void Run(std::string dir);
+  std::vector<std::string> waiting_;
   std::vector<Prepared> done_;
   absl::Status health_;
   int prepared_ = 0;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/data_dir.h"
+#include "hpo/v1/states.h"
 
 namespace hpo::fakes {
 
@@ -92,6 +93,18 @@ absl::StatusOr<int64_t> TestDaemon::Submit(const std::string& yaml, const std::s
   absl::StatusOr<v1::Sweep> sweep = controller_->Submit(req);
   if (!sweep.ok()) return sweep.status();
   return sweep->id();
+}
+
+std::vector<v1::Trial> TestDaemon::Trials(int64_t sweep_id) {
+  v1::ListTrialsRequest req;
+  req.set_sweep_id(sweep_id);
+  return controller_->ListTrials(req).value_or(std::vector<v1::Trial>{});
+}
+
+std::map<std::string, int> TestDaemon::Counts(int64_t sweep_id) {
+  std::map<std::string, int> out;
+  for (const v1::Trial& t : Trials(sweep_id)) out[v1::StateName(t.state())]++;
+  return out;
 }
 
 std::string TestDaemon::TokenOf(int64_t trial_id) const {

@@ -7,8 +7,10 @@
 // Drive it with controller().RunOnce() (one batch with a tick) and clock().Advance(), or
 // RunUntilEnded. Thread-compatible: one thread drives it.
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/simulated_backend.h"
 #include "common/clock.h"
@@ -61,6 +63,9 @@ class TestDaemon {
   // Submits `yaml` as from the file `source` in the data directory.
   [[nodiscard]] absl::StatusOr<int64_t> Submit(const std::string& yaml,
                                                const std::string& source = "t.yaml");
+  // A sweep's trials, by number, and how many are in each state ("RUNNING": 2, ...).
+  std::vector<v1::Trial> Trials(int64_t sweep_id);
+  std::map<std::string, int> Counts(int64_t sweep_id);
   // A trial's reporting token.
   std::string TokenOf(int64_t trial_id) const;
   // Report rows in the store, over every sweep.

@@ -56,7 +56,10 @@ class LocalBackendTest : public ::testing::Test {
 
 TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
   LocalBackend b(Opts(0, 4), clock_);
-  ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo out $MARKER; echo err >&2; exit 0"})).ok());
+  LaunchSpec first = Spec(1, {"sh", "-c", "echo out $MARKER; cat \"$0\"; echo err >&2; exit 0"});
+  first.argv.push_back(dir_ + "/t1/params.json");  // $0: the shim wrote it before the command ran
+  first.env["HPO_PARAMS_JSON"] = R"({"lr":0.1})";
+  ASSERT_TRUE(b.Launch(first).ok());
   ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "exit 3"})).ok());
   auto exits = WaitExits(b, 2);
   ASSERT_EQ(exits.size(), 2u);
@@ -64,7 +67,7 @@ TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
   for (auto& e : exits) codes[e.trial_id] = e.exit_code;
   EXPECT_EQ(codes[1], 0);
   EXPECT_EQ(codes[2], 3);
-  EXPECT_EQ(*ReadFile(dir_ + "/t1/stdout.log"), "out m1\n");
+  EXPECT_EQ(*ReadFile(dir_ + "/t1/stdout.log"), "out m1\n{\"lr\":0.1}\n");
   EXPECT_EQ(*ReadFile(dir_ + "/t1/stderr.log"), "err\n");
   EXPECT_EQ(b.Running(), 0);
 }

@@ -47,11 +47,7 @@ class ControllerFaultsTest : public ::testing::Test {
     EXPECT_TRUE(id.ok()) << id.status();
     return id.ok() ? *id : 0;
   }
-  std::vector<v1::Trial> Trials(int64_t sweep) {
-    v1::ListTrialsRequest req;
-    req.set_sweep_id(sweep);
-    return *controller().ListTrials(req);
-  }
+  std::vector<v1::Trial> Trials(int64_t sweep) { return daemon_->Trials(sweep); }
   v1::ReportRequest ReportOf(int64_t trial, double loss, int64_t report_id) {
     v1::ReportRequest req;
     req.set_trial_id(trial);

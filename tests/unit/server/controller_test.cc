@@ -38,16 +38,8 @@ class ControllerTest : public ::testing::Test {
     EXPECT_TRUE(id.ok()) << id.status();
     return id.ok() ? *id : 0;
   }
-  std::vector<v1::Trial> Trials(int64_t sweep) {
-    v1::ListTrialsRequest req;
-    req.set_sweep_id(sweep);
-    return *controller().ListTrials(req);
-  }
-  std::map<std::string, int> Counts(int64_t sweep) {
-    std::map<std::string, int> out;
-    for (const auto& t : Trials(sweep)) out[v1::StateName(t.state())]++;
-    return out;
-  }
+  std::vector<v1::Trial> Trials(int64_t sweep) { return daemon_->Trials(sweep); }
+  std::map<std::string, int> Counts(int64_t sweep) { return daemon_->Counts(sweep); }
   absl::StatusOr<v1::ReportResponse> Report(int64_t trial_id, std::map<std::string, double> m,
                                             std::optional<int64_t> step = std::nullopt,
                                             std::string token = "", int64_t report_id = 0) {

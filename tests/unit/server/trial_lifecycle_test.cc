@@ -113,7 +113,9 @@ TEST_F(TrialLifecycleTest, AnExhaustedSamplerCompletesTheSweep) {
   ASSERT_EQ(sweep.trials.size(), 2u);
   EXPECT_EQ(std::get<int64_t>(sweep.trials[1]->rec.params.at("x")), 3);
   EXPECT_EQ(script.calls(), 3) << "asked once more, then never again";
-  EXPECT_TRUE(std::filesystem::exists(sweep.trials[1]->rec.trial_dir + "/params.json"));
+  EXPECT_TRUE(std::filesystem::is_directory(sweep.trials[1]->rec.trial_dir));
+  EXPECT_EQ(backend_->launched()[1].env.at("HPO_PARAMS_JSON"), R"({"x":3})")
+      << "hpo-shim writes it into the trial directory as params.json";
 }
 
 TEST_F(TrialLifecycleTest, ATrialWhoseDirectoryCannotBeMadeFailsAndTheSweepGoesOn) {
