@@ -3,11 +3,18 @@
 // of methods: the capacity questions (Capacity) and the verbs of a trial's life (Backend).
 //
 // Every method is called from the controller's thread only; implementations need no locking
-// of their own for these calls. Launch and Stop return at once; what happens afterwards arrives
-// as BackendEvents from Poll(), which the controller calls on every tick.
+// of their own for these calls.
+//
+// Decide, then act: Launch and Stop take the decision (Launch reserves the trial's room) and
+// return at once; the backend carries them out — spawns, signals, submits — at the next Act(),
+// which the controller calls once the decision is durable in its store. So a daemon killed at
+// any instant has recorded every launch and stop it made. What happens afterwards arrives as
+// BackendEvents from Poll(), which the controller calls on every tick. A backend with nothing to
+// do outside this process (the simulated one) may act at once.
 //
 // Errors: Launch returns RESOURCE_EXHAUSTED when the trial does not fit now, INVALID_ARGUMENT
-// for a spec the backend can never run, UNAVAILABLE when the backend is temporarily away.
+// for a spec the backend can never run, UNAVAILABLE when the backend is temporarily away; a
+// launch that fails when it is carried out comes back as a kLaunchFailed event.
 
 #include <csignal>
 #include <cstdint>
@@ -73,6 +80,7 @@ struct BackendEvent {
     kLost,     // the backend can no longer tell what happened (infrastructure failure)
     kUpdated,  // more is known about a running trial: backend_id (and gpus when set) replace the
                // old
+    kLaunchFailed,  // carrying out the launch failed: `message` says why, `infra` whose fault
   };
   Kind kind = Kind::kStarted;
   int64_t trial_id = 0;
@@ -83,6 +91,7 @@ struct BackendEvent {
   std::string backend_id;       // kStarted: e.g. "local:pid=1234"
   std::string gpus;             // kStarted: the CUDA_VISIBLE_DEVICES it got
   std::string message;          // human-readable detail (exec failure, loss reason)
+  bool infra = false;           // kLaunchFailed: the infrastructure's fault, not the trial's
 
   static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {
     BackendEvent e;
@@ -113,11 +122,15 @@ class Capacity {
 class Backend : public Capacity {
  public:
   virtual std::string Name() const = 0;
-  // Starts the trial. After OK, Poll() eventually reports kStarted and later kExited or kLost.
+  // Takes the trial's room and starts it at the next Act(). After OK, Poll() eventually reports
+  // kStarted and later kExited or kLost (or kLaunchFailed).
   [[nodiscard]] virtual absl::Status Launch(const LaunchSpec& spec) = 0;
-  // Asks a running trial to end: its LaunchSpec's stop_signal, after `grace` SIGKILL.
-  // NOT_FOUND when the backend does not know the trial (already ended).
+  // Asks a trial to end, at the next Act(): its LaunchSpec's stop_signal, after `grace`
+  // SIGKILL; one not started yet never starts and exits at once. NOT_FOUND when the backend does
+  // not know the trial (already ended).
   [[nodiscard]] virtual absl::Status Stop(int64_t trial_id, absl::Duration grace) = 0;
+  // Carries out the launches and stops taken since the last call.
+  virtual void Act() {}
   // Events since the last call, oldest first. Also drives the backend's own timers.
   virtual std::vector<BackendEvent> Poll() = 0;
   // After a restart: a trial the store says was launched, or may have been, when the daemon last

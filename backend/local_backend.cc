@@ -52,17 +52,21 @@ std::string LocalBackend::Describe() const {
 
 absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   if (spec.argv.empty()) return absl::InvalidArgumentError("empty command");
-  if (children_.count(spec.trial_id)) {
+  if (children_.count(spec.trial_id) || queued_.count(spec.trial_id)) {
     return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
   }
   std::optional<Grant> grant = pool_.Acquire(spec.resources);
   if (!grant) return absl::ResourceExhaustedError("no free resources for the trial");
+  queued_[spec.trial_id] = {spec, *grant};
+  return absl::OkStatus();
+}
 
+void LocalBackend::Start(const LaunchSpec& spec, const Grant& grant) {
   SpawnSpec spawn;
   spawn.argv = spec.argv;
   spawn.env = spec.env;
-  spawn.env["CUDA_VISIBLE_DEVICES"] = grant->CudaVisibleDevices();
-  spawn.env["HPO_GPUS"] = grant->CudaVisibleDevices();
+  spawn.env["CUDA_VISIBLE_DEVICES"] = grant.CudaVisibleDevices();
+  spawn.env["HPO_GPUS"] = grant.CudaVisibleDevices();
   spawn.workdir = spec.workdir;
   const layout::TrialDir dir(spec.trial_dir);
   spawn.stdout_path = dir.stdout_log();
@@ -71,28 +75,31 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
   spawn.env["HPO_TRIAL_ID"] = std::to_string(spec.trial_id);  // how a restart knows it again
   spawn.shim_dir = spec.trial_dir;
   absl::StatusOr<Spawned> spawned = Spawn(spawn);
-  if (!spawned.ok()) {
-    pool_.Release(*grant);
-    return absl::Status(spawned.status().code(),
-                        absl::StrCat("trial ", spec.trial_id, ": ", spawned.status().message()));
+  if (!spawned.ok()) {  // the logs cannot be opened, fork failed: not the trial's fault
+    pool_.Release(grant);
+    BackendEvent failed =
+        BackendEvent::Of(BackendEvent::Kind::kLaunchFailed, spec.trial_id, clock_.Now());
+    failed.message = std::string(spawned.status().message());
+    failed.infra = true;
+    events_.push_back(std::move(failed));
+    return;
   }
   pid_t pid = spawned->pid;
-  const std::string& err_path = spawn.stderr_path;
   Child child;
   child.process.pid = pid;
   child.process.trial_id = spec.trial_id;
   child.process.dir = spec.trial_dir;
-  child.grant = *grant;
+  child.grant = grant;
   BackendEvent started =
       BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, clock_.Now());
   started.backend_id = pid > 0 ? absl::StrCat("local:pid=", pid) : "local:not-started";
-  started.gpus = grant->CudaVisibleDevices();
+  started.gpus = grant.CudaVisibleDevices();
   events_.push_back(started);
   if (int exec_errno = spawned->exec_errno; exec_errno != 0) {
     // exec failed: the child already exited 127. Say why in the trial's stderr and event.
     std::string why = absl::StrCat("cannot run '", spec.argv[0], "' in ", spec.workdir, ": ",
                                    std::strerror(exec_errno));
-    if (FILE* f = std::fopen(err_path.c_str(), "a")) {
+    if (FILE* f = std::fopen(spawn.stderr_path.c_str(), "a")) {
       std::fprintf(f, "hpod: %s\n", why.c_str());
       std::fclose(f);
     }
@@ -102,15 +109,24 @@ absl::Status LocalBackend::Launch(const LaunchSpec& spec) {
     exited.exit_code = 127;
     exited.message = why;
     events_.push_back(exited);
-    return absl::OkStatus();
+    return;
   }
   child.stop_signal = spec.stop_signal;
   children_[spec.trial_id] = child;
   watcher_.Watch(pid);
-  return absl::OkStatus();
 }
 
 absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
+  if (auto q = queued_.find(trial_id); q != queued_.end()) {  // never started: it ends now
+    pool_.Release(q->second.grant);
+    queued_.erase(q);
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, clock_.Now());
+    e.exit_code = -1;
+    e.stop_requested = true;
+    e.message = "stopped before it started";
+    events_.push_back(std::move(e));
+    return absl::OkStatus();
+  }
   auto it = children_.find(trial_id);
   if (it == children_.end()) {
     return absl::NotFoundError(absl::StrCat("trial ", trial_id, " is not running here"));
@@ -118,10 +134,25 @@ absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
   Child& child = it->second;
   if (!child.stop_requested) {
     child.stop_requested = true;
-    ::kill(-child.process.pid, child.stop_signal);
-    child.kill_at = clock_.Now() + grace;
+    child.grace = grace;
+    to_signal_.push_back(trial_id);
   }
   return absl::OkStatus();
+}
+
+void LocalBackend::Act() {
+  std::map<int64_t, Queued> launches;
+  launches.swap(queued_);
+  for (auto& [trial_id, q] : launches) Start(q.spec, q.grant);
+  std::vector<int64_t> stops;
+  stops.swap(to_signal_);
+  for (int64_t trial_id : stops) {
+    auto it = children_.find(trial_id);
+    if (it == children_.end()) continue;
+    Child& child = it->second;
+    ::kill(-child.process.pid, child.stop_signal);
+    child.kill_at = clock_.Now() + child.grace;
+  }
 }
 
 absl::Status LocalBackend::Adopt(const LaunchSpec& spec, const std::string& backend_id,
@@ -139,6 +170,7 @@ absl::Status LocalBackend::Adopt(const LaunchSpec& spec, const std::string& back
   if (child.process.pid == 0 && std::sscanf(backend_id.c_str(), "local:pid=%d", &pid) == 1) {
     child.process.pid = pid;  // started without the shim
   }
+  if (child.process.pid == 0) child.process.pid = FindTrialProcess(spec.trial_id, spec.trial_dir);
   ExitRecord outcome;
   TrialProcess::State state =
       child.process.pid > 0 ? child.process.Check(&outcome) : TrialProcess::State::kVanished;
@@ -181,6 +213,8 @@ void LocalBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
 }
 
 void LocalBackend::KillAll() {
+  for (auto& [id, q] : queued_) pool_.Release(q.grant);
+  queued_.clear();
   for (auto& [id, child] : children_) {
     child.stop_requested = true;
     ::kill(-child.process.pid, SIGKILL);

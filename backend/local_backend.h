@@ -42,17 +42,21 @@ class LocalBackend final : public Backend {
   bool CanLaunch(int64_t, const Resources& r, const Placement&) override { return pool_.Fits(r); }
   [[nodiscard]] absl::Status Launch(const LaunchSpec& spec) override;
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  void Act() override;
   std::vector<BackendEvent> Poll() override;
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
-  int Running() const override { return static_cast<int>(children_.size()); }
+  int Running() const override { return static_cast<int>(children_.size() + queued_.size()); }
   std::string Describe() const override;
   void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 
   // Kills every trial's group at once (daemon shutdown); their kExited events follow in Poll.
   void KillAll();
-  void Detach() override { children_.clear(); }
+  void Detach() override {
+    children_.clear();
+    queued_.clear();
+  }
 
   // GPUs `nvidia-smi -L` lists, 0 when it is not there.
   static int DetectGpus();
@@ -64,13 +68,22 @@ class LocalBackend final : public Backend {
     std::optional<absl::Time> kill_at;  // SIGKILL deadline after Stop
     bool stop_requested = false;
     int stop_signal = 15;
+    absl::Duration grace;  // between the stop signal and SIGKILL
   };
+  struct Queued {  // launched, to be started at the next Act
+    LaunchSpec spec;
+    Grant grant;
+  };
+  // Spawns a launched trial (Act).
+  void Start(const LaunchSpec& spec, const Grant& grant);
   void Ended(int64_t trial_id, Child& child, const ExitRecord& outcome);
 
   Options options_;
   const Clock& clock_;
   ResourcePool pool_;
   std::map<int64_t, Child> children_;
+  std::map<int64_t, Queued> queued_;  // by trial id
+  std::vector<int64_t> to_signal_;    // stopped, to be signaled at the next Act
   std::vector<BackendEvent> events_;
   ChildWatcher watcher_;  // last: its thread stops before the rest goes
 };

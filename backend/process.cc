@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/layout.h"
@@ -171,6 +173,29 @@ bool IsTrialProcess(pid_t pid, int64_t trial_id) {
     if (var == needle) return true;
   }
   return false;
+}
+
+pid_t FindTrialProcess(int64_t trial_id, const std::string& trial_dir) {
+  std::string id = absl::StrCat("HPO_TRIAL_ID=", trial_id);
+  std::string dir = absl::StrCat("HPO_TRIAL_DIR=", trial_dir);
+  std::error_code ec;
+  pid_t found = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid <= 1) continue;
+    std::optional<std::string> env = ReadSmallFile(absl::StrCat("/proc/", pid, "/environ"));
+    if (!env) continue;
+    bool has_id = false, has_dir = false;
+    for (absl::string_view var : absl::StrSplit(*env, '\0')) {
+      has_id |= var == id;
+      has_dir |= var == dir;
+    }
+    if (!has_id || !has_dir || !IsTrialProcess(pid, trial_id)) continue;
+    // The trial's session leader (hpo-shim) is the one to watch; else the oldest found.
+    if (::getsid(pid) == pid) return pid;
+    if (found == 0 || pid < found) found = pid;
+  }
+  return found;
 }
 
 std::vector<std::string> ProcessArgv(pid_t pid) {

@@ -60,6 +60,10 @@ pid_t ReadShimPid(const std::string& dir);
 // True when `pid` is alive (not a zombie) and its environment says it runs trial `trial_id`,
 // i.e. the pid was not reused by something else.
 bool IsTrialProcess(pid_t pid, int64_t trial_id);
+// A live process of trial `trial_id` (its environment names the trial and `trial_dir`), the
+// trial's session leader when there is one; 0 when none runs. For a restart that finds no pid
+// recorded: hpod may have died between starting the trial and hpo-shim writing its pid.
+pid_t FindTrialProcess(int64_t trial_id, const std::string& trial_dir);
 // The command line of a live process, or empty.
 std::vector<std::string> ProcessArgv(pid_t pid);
 

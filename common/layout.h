@@ -38,13 +38,13 @@ inline constexpr char kInstance[] = "instance";
 inline constexpr char kSweepsDir[] = "sweeps";
 
 // A trial's directory.
-inline constexpr char kStdout[] = "stdout.log";           // the command's standard output
-inline constexpr char kStderr[] = "stderr.log";           // its standard error (and srun's)
-inline constexpr char kParams[] = "params.json";          // a copy of its parameters
-inline constexpr char kShimPid[] = "hpo.pid";             // hpo-shim's pid (the process group)
-inline constexpr char kShimExit[] = "hpo.exit";           // how the command ended, by hpo-shim
-inline constexpr char kCheckpoint[] = "checkpoint";       // {checkpoint_out}: the trial's own
-inline constexpr char kGpuRecordPrefix[] = ".hpo-gpus.";  // Slurm steps: GPUs each task got
+inline constexpr char kStdout[] = "stdout.log";            // the command's standard output
+inline constexpr char kStderr[] = "stderr.log";            // its standard error (and srun's)
+inline constexpr char kParams[] = "params.json";           // a copy of its parameters
+inline constexpr char kShimPid[] = "hpo.pid";              // hpo-shim's pid (the process group)
+inline constexpr char kShimExit[] = "hpo.exit";            // how the command ended, by hpo-shim
+inline constexpr char kCheckpoint[] = "checkpoint";        // {checkpoint_out}: the trial's own
+inline constexpr char kTaskRecordPrefix[] = ".hpo-task.";  // Slurm steps: what each task got
 
 // The files of one trial's directory.
 class TrialDir {

@@ -27,7 +27,9 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
 Controller::~Controller() { Shutdown(); }
 
 absl::Status Controller::Recover() {
-  return Recovery(table_, store_, backend_, lifecycle_, events_, clock_).Run();
+  absl::Status s = Recovery(table_, store_, backend_, lifecycle_, events_, clock_).Run();
+  if (s.ok()) backend_.Act();  // stops of sweeps that were ending, now durable again
+  return s;
 }
 
 void Controller::Start() {
@@ -57,6 +59,8 @@ void Controller::Shutdown(bool keep_trials) {
 
 void Controller::Committed(const absl::Status& commit) {
   events_.Committed(commit);
+  // The batch's launches and stops are durable now: the backend carries them out.
+  if (commit.ok()) backend_.Act();
   absl::Status health = store_.Health();
   if (health.ok()) health = files_.Health();
   if (writable_ && !health.ok()) {

@@ -69,10 +69,17 @@ void Recovery::Adopt(SweepRuntime& sweep, TrialRuntime& trial) {
       backend_.Adopt(lifecycle_.MakeLaunchSpec(sweep, trial), trial.rec.backend_id, trial.rec.gpus);
   if (adopted.ok()) {
     ++readopted_;
+    lifecycle_.ResumeStop(sweep, trial);  // a stop decided before the restart still holds
     return;
   }
-  if (trial.rec.state == v1::TRIAL_STATE_PENDING && absl::IsNotFound(adopted)) {
-    trial.files = TrialRuntime::Files::kNone;  // it waits to start again, as before
+  // Nothing of it runs and nothing says it ran: it was only waiting to start, or its launch was
+  // decided but never carried out (hpod died in between). It waits to start again.
+  bool never_started =
+      trial.rec.state == v1::TRIAL_STATE_PENDING ||
+      (trial.rec.state == v1::TRIAL_STATE_LAUNCHING && trial.rec.backend_id.empty());
+  if (never_started && absl::IsNotFound(adopted)) {
+    trial.rec.state = v1::TRIAL_STATE_PENDING;
+    trial.files = TrialRuntime::Files::kNone;
     sweep.pending.push_back(trial.rec.number);
     return;
   }

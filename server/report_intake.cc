@@ -117,7 +117,7 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest&
   }
   resp.set_action(trial->stop_requested() ? v1::ReportResponse::ACTION_STOP
                                           : v1::ReportResponse::ACTION_CONTINUE);
-  resp.set_reason(trial->stop_reason);
+  resp.set_reason(trial->rec.stop_reason);
   return resp;
 }
 
@@ -136,7 +136,8 @@ void ReportIntake::Judge(SweepRuntime& sweep, TrialRuntime& trial, int64_t step,
                            absl::StrCat("trial ", trial.rec.id,
                                         " reached the goal: ", objective.metric, " = ", value));
     // The trial that reached the goal ends well, as a completed one.
-    if (trial.stop_state == v1::TRIAL_STATE_STOPPED) trial.stop_reason = "reached the sweep's goal";
+    if (trial.rec.stop_state == v1::TRIAL_STATE_STOPPED)
+      trial.rec.stop_reason = "reached the sweep's goal";
   } else if (!trial.stop_requested() && verdict &&
              verdict->decision == algorithms::Decision::kStop) {
     lifecycle_.RequestStop(sweep, trial, v1::TRIAL_STATE_STOPPED, verdict->reason,

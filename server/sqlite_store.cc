@@ -97,6 +97,13 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE reports ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE report_log ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
     )sql",
+    // 4 -> 5: stop decisions. stop_state: the state a trial hpod decided to stop ends in (a
+    // TrialState name; '' for none), stop_reason: why; durable before the trial is signaled, so
+    // that a trial being stopped when hpod died ends in that state after a restart.
+    R"sql(
+    ALTER TABLE trials ADD COLUMN stop_state TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -522,7 +529,10 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   sqlite3_bind_int(st, 21, t.infra_failure ? 1 : 0);
   sqlite3_bind_int64(st, 22, t.parent);
   sqlite3_bind_int64(st, 23, t.lineage);
-  sqlite3_bind_int64(st, 24, t.id);
+  BindText(st, 24,
+           t.stop_state == v1::TRIAL_STATE_UNSPECIFIED ? "" : v1::TrialState_Name(t.stop_state));
+  BindText(st, 25, t.stop_reason);
+  sqlite3_bind_int64(st, 26, t.id);
 }
 
 absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
@@ -530,13 +540,13 @@ absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
       insert ? "INSERT INTO trials(sweep_id, number, state, params_json, step, last_metrics_json,"
                " objective, created_at, started_at, ended_at, exit_code, term_signal, message,"
                " backend_id, trial_dir, attempt, retry_of, token, report_count, gpus,"
-               " infra_failure, parent, lineage, id)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " infra_failure, parent, lineage, stop_state, stop_reason, id)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
              : "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?,"
                " last_metrics_json=?, objective=?, created_at=?, started_at=?, ended_at=?,"
                " exit_code=?, term_signal=?, message=?, backend_id=?, trial_dir=?, attempt=?,"
                " retry_of=?, token=?, report_count=?, gpus=?, infra_failure=?, parent=?,"
-               " lineage=? WHERE id=?");
+               " lineage=?, stop_state=?, stop_reason=? WHERE id=?");
   if (st == nullptr) return Error(insert ? "preparing trial insert" : "preparing trial update");
   BindTrial(st, t);
   if (sqlite3_step(st) != SQLITE_DONE) {
@@ -653,7 +663,8 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
   sqlite3_stmt* st = Prepare(
       "SELECT id, sweep_id, number, state, params_json, step, last_metrics_json, objective,"
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
-      " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage FROM trials"
+      " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage,"
+      " stop_state, stop_reason FROM trials"
       " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
@@ -691,6 +702,8 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     t.infra_failure = sqlite3_column_int(st, 21) != 0;
     t.parent = sqlite3_column_int64(st, 22);
     t.lineage = sqlite3_column_int64(st, 23);
+    if (std::string stop = Text(st, 24); !stop.empty()) v1::TrialState_Parse(stop, &t.stop_state);
+    t.stop_reason = Text(st, 25);
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

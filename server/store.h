@@ -73,6 +73,10 @@ struct TrialRecord {
   bool infra_failure = false;  // LOST or failed because of the infrastructure, not the config
   int64_t parent = -1;         // PBT: the trial (number) whose checkpoint this one started from
   int64_t lineage = -1;        // PBT: the population member it belongs to
+  // Set once hpod decided to stop the trial (early stopping, a cancel, the sweep's end): the
+  // state it ends in whatever its exit code, and why. UNSPECIFIED: no stop was decided.
+  v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;
+  std::string stop_reason;
 };
 
 struct ReportRecord {

@@ -28,8 +28,6 @@ struct TrialRuntime {
   TrialRecord rec;
   bool progress_dirty = false;  // reported since last saved
   absl::Time last_saved = absl::InfinitePast();
-  v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;  // set once a stop was requested
-  std::string stop_reason;
   std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
   std::vector<std::pair<int64_t, double>>
       curve;  // objective metric per step (SweepPlan::keeps_curves)
@@ -41,7 +39,7 @@ struct TrialRuntime {
   enum class Files { kNone, kPreparing, kReady };
   Files files = Files::kNone;
 
-  bool stop_requested() const { return stop_state != v1::TRIAL_STATE_UNSPECIFIED; }
+  bool stop_requested() const { return rec.stop_state != v1::TRIAL_STATE_UNSPECIFIED; }
 };
 
 struct SweepRuntime {

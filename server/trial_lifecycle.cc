@@ -320,6 +320,8 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
 
 bool TrialLifecycle::LaunchPending(SweepRuntime& sweep, TrialRuntime& trial) {
   TrialRecord& rec = trial.rec;
+  // The backend takes the trial's room now and starts it once this batch (with the trial
+  // LAUNCHING) is durable: a restart finds it again, or launches it, never twice.
   absl::Status s = backend_.Launch(MakeLaunchSpec(sweep, trial));
   if (!s.ok()) {
     bool infra = absl::IsUnavailable(s) || absl::IsResourceExhausted(s);
@@ -354,7 +356,7 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
       rec.exit_code = e.exit_code;
       rec.term_signal = e.term_signal;
       if (trial->stop_requested()) {
-        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+        EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
       } else if (e.exit_code == 0) {
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_COMPLETED, "exited 0");
       } else {
@@ -364,9 +366,14 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
       }
       break;
     }
+    case backend::BackendEvent::Kind::kLaunchFailed:
+      rec.infra_failure = e.infra;
+      EndTrial(*sweep, *trial, e.infra ? v1::TRIAL_STATE_LOST : v1::TRIAL_STATE_FAILED,
+               absl::StrCat("could not launch: ", e.message));
+      break;
     case backend::BackendEvent::Kind::kLost:
       if (trial->stop_requested()) {
-        EndTrial(*sweep, *trial, trial->stop_state, trial->stop_reason);
+        EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
       } else {
         rec.infra_failure = true;
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_LOST, e.message);
@@ -419,12 +426,15 @@ void TrialLifecycle::RequestStop(SweepRuntime& sweep, TrialRuntime& trial, v1::T
   if (v1::IsFinal(trial.rec.state)) return;
   // Already told to stop: a sweep-level stop (cancel, end) overrides a pending early stop.
   if (trial.stop_requested() && (after || !trial.enforce_stop_at)) return;
-  trial.stop_state = state;
-  trial.stop_reason = reason;
+  trial.rec.stop_state = state;
+  trial.rec.stop_reason = reason;
   if (trial.rec.state == v1::TRIAL_STATE_PENDING) {
     EndTrial(sweep, trial, state, reason);
     return;
   }
+  // The decision is in this batch; the backend acts on it once the batch committed (Act), so a
+  // trial being stopped when hpod dies still ends in `state`.
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_PROGRESS);
   if (after) {
     trial.enforce_stop_at = clock_.Now() + *after;
     stops_due_.insert(trial.rec.id);
@@ -435,6 +445,12 @@ void TrialLifecycle::RequestStop(SweepRuntime& sweep, TrialRuntime& trial, v1::T
   if (!s.ok() && !absl::IsNotFound(s)) {
     spdlog::warn("trial {}: stop: {}", trial.rec.id, s.ToString());
   }
+}
+
+void TrialLifecycle::ResumeStop(SweepRuntime& sweep, TrialRuntime& trial) {
+  if (!trial.stop_requested() || v1::IsFinal(trial.rec.state)) return;
+  trial.enforce_stop_at = clock_.Now() + sweep.spec().stop_grace;
+  stops_due_.insert(trial.rec.id);
 }
 
 void TrialLifecycle::EnforceStops() {

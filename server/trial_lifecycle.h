@@ -68,6 +68,9 @@ class TrialLifecycle {
                    const std::string& reason, std::optional<absl::Duration> after = std::nullopt);
   void EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::TrialState state,
                 std::string message);
+  // After a restart: a re-adopted trial whose stop was decided before is stopped if it still
+  // runs one grace period from now (it may have been told already, or not).
+  void ResumeStop(SweepRuntime& sweep, TrialRuntime& trial);
   // The trial reported: its row is saved within the progress interval.
   void MarkProgress(TrialRuntime& trial);
   void SaveTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::EventKind kind);

@@ -231,11 +231,28 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
   }
 }
 
-void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine) {
+void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine,
+                                    const std::map<int64_t, Placement>& live) {
   std::string prefix = absl::StrCat("hpo-alloc-", instance_, "-");
   for (const JobStatus& s : mine) {
-    bool live = s.state == JobState::kPending || s.state == JobState::kRunning;
-    if (!live || !absl::StartsWith(s.name, prefix) || allocs_.count(s.job_id)) continue;
+    bool alive = s.state == JobState::kPending || s.state == JobState::kRunning;
+    if (!alive || !absl::StartsWith(s.name, prefix) || allocs_.count(s.job_id)) continue;
+    int64_t sweep_id = 0;
+    auto sweep = absl::SimpleAtoi(s.name.substr(prefix.size()), &sweep_id) ? live.find(sweep_id)
+                                                                           : live.end();
+    if (sweep != live.end() && !ended_sweeps_.count(sweep_id)) {
+      // Requested by the earlier run for a sweep that still runs: it is this sweep's again
+      // (Update sees it start running, or that it already does).
+      Allocation a;
+      a.job_id = s.job_id;
+      a.sweep_id = sweep_id;
+      a.placement = sweep->second;
+      a.since = clock_.Now();
+      allocs_[s.job_id] = std::move(a);
+      spdlog::info("sweep {}: took back Slurm allocation {} ({}) left by an earlier run of hpod",
+                   sweep_id, s.job_id, s.state == JobState::kPending ? "pending" : "running");
+      continue;
+    }
     spdlog::warn("canceling allocation {} ({}) left by an earlier run of hpod", s.job_id, s.name);
     if (absl::Status c = api_.Cancel(s.job_id); !c.ok()) {
       spdlog::warn("cannot cancel allocation {}: {}", s.job_id, c.ToString());

@@ -67,9 +67,12 @@ class AllocationPool {
   // Takes slurmctld's view of the user's jobs (one query per poll): allocations start running
   // (their nodes become known), end, or vanish.
   void Update(const std::map<uint32_t, const JobStatus*>& by_id);
-  // Once, from the first query of a new daemon: cancels allocations of this instance that an
-  // earlier run left and nothing took back.
-  void SweepLeftovers(const std::vector<JobStatus>& mine);
+  // Once, from the first query of a new daemon: the allocations of this instance that an earlier
+  // run left and no re-adopted step took back. Those of a sweep in `live` (the sweeps the new
+  // daemon runs, with their placement) are taken back as that sweep's, pending or running; the
+  // others are canceled.
+  void SweepLeftovers(const std::vector<JobStatus>& mine,
+                      const std::map<int64_t, backend::Placement>& live);
   // Grows and shrinks the pools (see above). True when it requested or took an allocation,
   // so that the backend watches slurmctld closely for a while.
   bool Resize();

@@ -44,38 +44,51 @@ bool InheritForSlurm(absl::string_view key) {
   return !absl::StartsWith(key, "SLURM_") && key != "CUDA_VISIBLE_DEVICES";
 }
 
-// Each task of a step that asks for GPUs records them before it execs the trial's command: Slurm
-// picks a step's GPUs and tells only the step (SLURM_STEP_GPUS: the node's indices; else
-// CUDA_VISIBLE_DEVICES). One file per task in the trial directory ($0); a failed write (a trial
-// directory the node cannot see) is ignored.
-constexpr char kGpuRecordScript[] =
-    "{ echo \"${SLURM_STEP_GPUS:-$CUDA_VISIBLE_DEVICES}\" "
-    "> \"$0/.hpo-gpus.$SLURMD_NODENAME.$SLURM_PROCID\"; } 2>/dev/null; exec \"$@\"";
+// Each task of a step records, before it execs the trial's command, what only the step is told:
+// its step id, its node and its GPUs (SLURM_STEP_GPUS: the node's indices; else
+// CUDA_VISIBLE_DEVICES). So a step's id and nodes are known however short it ran (slurmctld
+// forgets a step as soon as it ends), and so are the GPUs Slurm picked. One file per task in
+// the trial directory ($0); a failed write (a directory the node cannot see) is ignored.
+constexpr char kTaskRecordScript[] =
+    "{ printf '%s %s %s\\n' \"$SLURM_STEP_ID\" \"$SLURMD_NODENAME\" "
+    "\"${SLURM_STEP_GPUS:-$CUDA_VISIBLE_DEVICES}\" > \"$0/.hpo-task.$SLURM_PROCID\"; } "
+    "2>/dev/null; exec \"$@\"";
 
-// What a step's tasks recorded in `dir`: "n1:0,1 n2:2,3" (nodes in name order, each one's GPUs
-// ascending); `*files` is how many tasks did.
-std::string RecordedGpus(const std::string& dir, int* files) {
+// What a step's tasks recorded in `dir`.
+struct TaskRecords {
+  int files = 0;  // how many tasks did
+  std::optional<uint32_t> step_id;
+  std::set<std::string> nodes;
+  std::string gpus;  // "n1:0,1 n2:2,3" (nodes in name order, each one's GPUs ascending)
+};
+
+TaskRecords ReadTaskRecords(const std::string& dir) {
+  TaskRecords out;
   std::map<std::string, std::set<int>> by_node;
-  *files = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (!absl::StartsWith(name, layout::kGpuRecordPrefix)) continue;
-    std::string rest = name.substr(sizeof(layout::kGpuRecordPrefix) - 1);
-    std::string node = rest.substr(0, rest.rfind('.'));
+    if (!absl::StartsWith(entry.path().filename().string(), layout::kTaskRecordPrefix)) continue;
     absl::StatusOr<std::string> text = ReadFile(entry.path().string());
-    if (!text.ok() || node.empty()) continue;
-    ++*files;
-    for (absl::string_view g :
-         absl::StrSplit(absl::StripAsciiWhitespace(*text), ',', absl::SkipEmpty())) {
+    if (!text.ok()) continue;
+    std::vector<std::string> fields =
+        absl::StrSplit(absl::StripAsciiWhitespace(*text), ' ', absl::SkipEmpty());
+    uint32_t step_id = 0;
+    if (fields.size() < 2 || !absl::SimpleAtoi(fields[0], &step_id)) continue;
+    ++out.files;
+    out.step_id = step_id;
+    out.nodes.insert(fields[1]);
+    if (fields.size() < 3) continue;
+    for (absl::string_view g : absl::StrSplit(fields[2], ',', absl::SkipEmpty())) {
       int index = 0;
-      if (absl::SimpleAtoi(g, &index)) by_node[node].insert(index);
+      if (absl::SimpleAtoi(g, &index)) by_node[fields[1]].insert(index);
     }
   }
   std::vector<std::string> parts;
-  for (const auto& [node, gpus] : by_node)
+  for (const auto& [node, gpus] : by_node) {
     parts.push_back(absl::StrCat(node, ":", absl::StrJoin(gpus, ",")));
-  return absl::StrJoin(parts, " ");
+  }
+  out.gpus = absl::StrJoin(parts, " ");
+  return out;
 }
 
 }  // namespace
@@ -180,9 +193,7 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
       "--kill-on-bad-exit=1",
   };
   if (mem_per_cpu_mb > 0) argv.push_back(absl::StrCat("--mem-per-cpu=", mem_per_cpu_mb));
-  if (r.gpus_per_task > 0 || r.gpus > 0) {
-    argv.insert(argv.end(), {"/bin/sh", "-c", kGpuRecordScript, spec.trial_dir});
-  }
+  argv.insert(argv.end(), {"/bin/sh", "-c", kTaskRecordScript, spec.trial_dir});
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   return argv;
 }
@@ -233,33 +244,48 @@ bool SlurmBackend::CanLaunch(int64_t sweep_id, const Resources& r, const Placeme
 }
 
 absl::Status SlurmBackend::Launch(const LaunchSpec& spec) {
-  if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
+  if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id) || queued_.count(spec.trial_id)) {
     return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
   }
-  return spec.placement.mode == "jobs" ? LaunchJob(spec) : LaunchStep(spec);
+  Queued q;
+  q.spec = spec;
+  if (spec.placement.mode != "jobs") {  // a step takes its room in an allocation now
+    std::optional<AllocationPool::Placed> placed =
+        pool_.Place(spec.trial_id, spec.sweep_id, spec.resources);
+    if (!placed) {
+      return absl::ResourceExhaustedError("no room for the trial in the sweep's allocations");
+    }
+    q.placed = std::move(*placed);
+  }
+  queued_[spec.trial_id] = std::move(q);
+  return absl::OkStatus();
 }
 
-absl::Status SlurmBackend::LaunchJob(const LaunchSpec& spec) {
+void SlurmBackend::LaunchFailed(int64_t trial_id, const absl::Status& why) {
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLaunchFailed, trial_id, clock_.Now());
+  e.message = std::string(why.message());
+  e.infra = !absl::IsInvalidArgument(why);  // Slurm refused the request itself: the sweep's fault
+  events_.push_back(std::move(e));
+}
+
+void SlurmBackend::StartJob(const LaunchSpec& spec) {
   absl::StatusOr<uint32_t> id = api_->Submit(Request(spec));
-  if (!id.ok()) return id.status();
+  if (!id.ok()) {
+    LaunchFailed(spec.trial_id, id.status());
+    return;
+  }
   Job job;
   job.job_id = *id;
   job.stop_signal = spec.stop_signal;
   jobs_[spec.trial_id] = job;
   fast_until_ = clock_.Now() + options_.fast_query_window;
   spdlog::debug("trial {}: Slurm job {}", spec.trial_id, *id);
-  return absl::OkStatus();
 }
 
-absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
-  std::optional<AllocationPool::Placed> placed =
-      pool_.Place(spec.trial_id, spec.sweep_id, spec.resources);
-  if (!placed) {
-    return absl::ResourceExhaustedError("no room for the trial in the sweep's allocations");
-  }
+void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Placed& placed) {
   const layout::TrialDir dir(spec.trial_dir);
   backend::SpawnSpec spawn;
-  spawn.argv = StepArgv(placed->job_id, placed->nodes, spec, placed->mem_per_cpu_mb);
+  spawn.argv = StepArgv(placed.job_id, placed.nodes, spec, placed.mem_per_cpu_mb);
   spawn.env = spec.env;
   spawn.inherit = InheritForSlurm;
   spawn.workdir = spec.workdir;
@@ -275,28 +301,46 @@ absl::Status SlurmBackend::LaunchStep(const LaunchSpec& spec) {
   }
   if (!spawned.ok()) {
     pool_.Release(spec.trial_id, clock_.Now());
-    return spawned.status();
+    LaunchFailed(spec.trial_id, spawned.status());
+    return;
   }
   Step step;
   step.trial_id = spec.trial_id;
   step.sweep_id = spec.sweep_id;
-  step.job_id = placed->job_id;
+  step.job_id = placed.job_id;
   step.process.pid = spawned->pid;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
-  step.nodelist = absl::StrJoin(placed->nodes, ",");
+  step.nodelist = absl::StrJoin(placed.nodes, ",");
   step.stderr_path = spawn.stderr_path;
   step.launched = clock_.Now();
   step.stop_signal = spec.stop_signal;
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
-  step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
-  step.gpus_checked = step.launched;
+  step.tasks_checked = step.launched;
   watcher_.Watch(step.process.pid);
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   e.backend_id = StepBackendId(step);
   events_.push_back(std::move(e));
   steps_[spec.trial_id] = std::move(step);
-  return absl::OkStatus();
+}
+
+void SlurmBackend::Act() {
+  std::map<int64_t, Queued> launches;
+  launches.swap(queued_);
+  for (auto& [trial_id, q] : launches) {
+    if (q.spec.placement.mode == "jobs") {
+      StartJob(q.spec);
+    } else {
+      StartStep(q.spec, q.placed);
+    }
+  }
+  std::vector<int64_t> stops;
+  stops.swap(to_signal_);
+  for (int64_t trial_id : stops) {
+    if (absl::Status s = Signal(trial_id); !s.ok()) {
+      spdlog::warn("trial {}: stop: {}", trial_id, s.ToString());
+    }
+  }
 }
 
 std::string SlurmBackend::StepBackendId(const Step& s) const {
@@ -306,11 +350,41 @@ std::string SlurmBackend::StepBackendId(const Step& s) const {
 }
 
 absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
+  if (auto q = queued_.find(trial_id); q != queued_.end()) {  // never started: it ends now
+    if (q->second.spec.placement.mode != "jobs") pool_.Release(trial_id, clock_.Now());
+    queued_.erase(q);
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, clock_.Now());
+    e.exit_code = -1;
+    e.stop_requested = true;
+    e.message = "stopped before it started";
+    events_.push_back(std::move(e));
+    return absl::OkStatus();
+  }
   if (auto it = steps_.find(trial_id); it != steps_.end()) {
     Step& step = it->second;
     if (step.stop_requested) return absl::OkStatus();
     step.stop_requested = true;
-    step.kill_at = clock_.Now() + grace;
+    step.grace = grace;
+    to_signal_.push_back(trial_id);
+    return absl::OkStatus();
+  }
+  auto it = jobs_.find(trial_id);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
+  }
+  Job& job = it->second;
+  if (job.stop_requested) return absl::OkStatus();
+  job.stop_requested = true;
+  job.grace = grace;
+  to_signal_.push_back(trial_id);
+  return absl::OkStatus();
+}
+
+absl::Status SlurmBackend::Signal(int64_t trial_id) {
+  absl::Time now = clock_.Now();
+  if (auto it = steps_.find(trial_id); it != steps_.end()) {
+    Step& step = it->second;
+    step.kill_at = now + step.grace;
     if (!step.step_id) IdentifySteps(true, events_);
     if (step.step_id) return api_->SignalStep(step.job_id, *step.step_id, step.stop_signal);
     // Not registered yet: srun itself passes the signal on (or gives up creating the step).
@@ -318,12 +392,9 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
     return absl::OkStatus();
   }
   auto it = jobs_.find(trial_id);
-  if (it == jobs_.end())
-    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
+  if (it == jobs_.end()) return absl::OkStatus();  // ended meanwhile
   Job& job = it->second;
-  if (job.stop_requested) return absl::OkStatus();
-  job.stop_requested = true;
-  job.kill_at = clock_.Now() + grace;
+  job.kill_at = now + job.grace;
   absl::Status s = api_->Signal(job.job_id, job.stop_signal);
   if (!s.ok()) return api_->Cancel(job.job_id);  // pending jobs cannot be signaled
   return s;
@@ -351,7 +422,9 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       std::map<uint32_t, const JobStatus*> by_id;
       for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
       if (!swept_leftovers_) {
-        pool_.SweepLeftovers(*mine);  // allocations an earlier run of this daemon left behind
+        // Allocations an earlier run of this daemon left behind.
+        pool_.SweepLeftovers(*mine, live_sweeps_);
+        live_sweeps_.clear();
         swept_leftovers_ = true;
       }
       PollJobs(by_id, out);
@@ -362,7 +435,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   IdentifySteps(false, out);
   absl::Time now = clock_.Now();
   for (auto& [trial_id, step] : steps_) {
-    RecordStepGpus(step, /*force=*/false, out);
+    RecordTasks(step, /*force=*/false, out);
     if (step.kill_at && now >= *step.kill_at) {
       spdlog::info("trial {}: step did not end within its grace period; canceling it", trial_id);
       if (step.step_id)
@@ -384,7 +457,7 @@ void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
       ++it;
       continue;
     }
-    RecordStepGpus(it->second, /*force=*/true, out);
+    RecordTasks(it->second, /*force=*/true, out);
     out.push_back(StepEnded(it->second, state == TrialProcess::State::kEnded ? &outcome : nullptr));
     it = steps_.erase(it);
   }
@@ -460,18 +533,27 @@ void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
   }
 }
 
-void SlurmBackend::RecordStepGpus(Step& step, bool force, std::vector<BackendEvent>& out) {
+void SlurmBackend::RecordTasks(Step& step, bool force, std::vector<BackendEvent>& out) {
   absl::Time now = clock_.Now();
-  if (step.gpus_recorded || (!force && now - step.gpus_checked < absl::Seconds(1))) return;
-  step.gpus_checked = now;
-  int files = 0;
-  std::string gpus = RecordedGpus(step.process.dir, &files);
-  if (files < step.tasks && !force) return;
-  step.gpus_recorded = true;
-  if (gpus.empty()) return;
+  if (step.tasks_recorded || (!force && now - step.tasks_checked < absl::Seconds(1))) return;
+  step.tasks_checked = now;
+  TaskRecords records = ReadTaskRecords(step.process.dir);
+  bool changed = false;
+  if (!step.step_id && records.step_id) {  // known as soon as one task said so
+    step.step_id = records.step_id;
+    changed = true;
+  }
+  if (records.files >= step.tasks || force) {
+    step.tasks_recorded = true;
+    if (!records.nodes.empty()) {
+      step.nodelist = absl::StrJoin(records.nodes, ",");
+      changed = true;
+    }
+  }
+  if (!changed && records.gpus.empty()) return;
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, step.trial_id, now);
   e.backend_id = StepBackendId(step);
-  e.gpus = std::move(gpus);
+  if (step.tasks_recorded) e.gpus = std::move(records.gpus);
   out.push_back(std::move(e));
 }
 

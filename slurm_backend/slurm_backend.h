@@ -67,13 +67,16 @@ class SlurmBackend final : public backend::Backend {
                                        const backend::Placement& p) override;
   bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
                  const backend::Placement& p) override;
-  int Running() const override { return static_cast<int>(jobs_.size() + steps_.size()); }
+  int Running() const override {
+    return static_cast<int>(jobs_.size() + steps_.size() + queued_.size());
+  }
   std::string Describe() const override;
 
   // Lifecycle.
   std::string Name() const override { return "slurm"; }
   [[nodiscard]] absl::Status Launch(const backend::LaunchSpec& spec) override;
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  void Act() override;
   std::vector<backend::BackendEvent> Poll() override;
   [[nodiscard]] absl::Status Adopt(const backend::LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
@@ -84,6 +87,7 @@ class SlurmBackend final : public backend::Backend {
   void Detach() override {
     steps_.clear();
     jobs_.clear();
+    queued_.clear();
     pool_.Detach();
   }
   void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
@@ -102,6 +106,7 @@ class SlurmBackend final : public backend::Backend {
     bool started = false;
     bool stop_requested = false;
     int stop_signal = 15;
+    absl::Duration grace;  // between the stop signal and the cancel
     std::optional<absl::Time> kill_at;
     int polls_missing = 0;
   };
@@ -116,14 +121,23 @@ class SlurmBackend final : public backend::Backend {
     absl::Time launched;
     bool stop_requested = false;
     int stop_signal = 15;
+    absl::Duration grace;  // between the stop signal and the cancel
     std::optional<absl::Time> kill_at;
-    int tasks = 1;               // its tasks, each of which records its GPUs (StepArgv)
-    bool gpus_recorded = false;  // its GPUs were read back (or it asked for none)
-    absl::Time gpus_checked;     // when they were last looked for
+    int tasks = 1;                // its tasks, each of which records itself (StepArgv)
+    bool tasks_recorded = false;  // every task's record was read back (or the step ended)
+    absl::Time tasks_checked;     // when they were last looked for
   };
 
-  [[nodiscard]] absl::Status LaunchJob(const backend::LaunchSpec& spec);
-  [[nodiscard]] absl::Status LaunchStep(const backend::LaunchSpec& spec);
+  struct Queued {  // launched, to be started at the next Act
+    backend::LaunchSpec spec;
+    AllocationPool::Placed placed;  // steps mode: the room it took
+  };
+  // Act: submits a trial's job; spawns a trial's step (its srun under hpo-shim).
+  void StartJob(const backend::LaunchSpec& spec);
+  void StartStep(const backend::LaunchSpec& spec, const AllocationPool::Placed& placed);
+  void LaunchFailed(int64_t trial_id, const absl::Status& why);
+  // Act: the stop signal to a trial's step or job.
+  [[nodiscard]] absl::Status Signal(int64_t trial_id);
   void PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
                 std::vector<backend::BackendEvent>& out);
   void ReapSteps(std::vector<backend::BackendEvent>& out);
@@ -136,10 +150,10 @@ class SlurmBackend final : public backend::Backend {
   // The user's jobs, asked at most once a second while re-adopting.
   [[nodiscard]] absl::StatusOr<std::vector<JobStatus>> MineForAdoption();
   void IdentifySteps(bool force, std::vector<backend::BackendEvent>& out);
-  // Reads back which GPUs Slurm gave the step (what its tasks recorded, see StepArgv) once every
-  // task did, at most once a second, or with `force` whatever is there (the step ended), and
-  // reports them (kUpdated).
-  void RecordStepGpus(Step& step, bool force, std::vector<backend::BackendEvent>& out);
+  // Reads back what the step's tasks recorded (see StepArgv): its step id as soon as one task
+  // wrote it, its nodes and GPUs once every task did, at most once a second, or with `force`
+  // whatever is there (the step ended); reports them (kUpdated).
+  void RecordTasks(Step& step, bool force, std::vector<backend::BackendEvent>& out);
   // Cancels a step or job, logging what slurmctld refused.
   void CancelStep(int64_t trial_id, uint32_t job_id, uint32_t step_id);
   void CancelJob(int64_t trial_id, uint32_t job_id);
@@ -149,13 +163,18 @@ class SlurmBackend final : public backend::Backend {
   const Clock& clock_;
   Options options_;
   AllocationPool pool_;
-  std::map<int64_t, Job> jobs_;    // by trial id
-  std::map<int64_t, Step> steps_;  // by trial id
+  std::map<int64_t, Job> jobs_;       // by trial id
+  std::map<int64_t, Step> steps_;     // by trial id
+  std::map<int64_t, Queued> queued_;  // by trial id
+  std::vector<int64_t> to_signal_;    // stopped, to be signaled at the next Act
   std::vector<backend::BackendEvent> events_;
   bool swept_leftovers_ = false;
   absl::Time last_query_ = absl::InfinitePast();
   absl::Time fast_until_ = absl::InfinitePast();  // query often until then
   std::optional<std::vector<JobStatus>> adopt_mine_;
+  // Steps-mode sweeps the restarted daemon runs (from Adopt), whose leftover allocations it
+  // takes back instead of canceling.
+  std::map<int64_t, backend::Placement> live_sweeps_;
   absl::Time adopt_mine_at_ = absl::InfinitePast();
   backend::ChildWatcher watcher_;  // last: its thread stops first
 };

@@ -33,6 +33,7 @@ absl::Status SlurmBackend::Adopt(const LaunchSpec& spec, const std::string& back
   if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
     return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
   }
+  if (spec.placement.mode != "jobs") live_sweeps_[spec.sweep_id] = spec.placement;
   return spec.placement.mode == "jobs" ? AdoptJob(spec, backend_id)
                                        : AdoptStep(spec, backend_id, gpus);
 }
@@ -68,12 +69,14 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.process.dir = spec.trial_dir;
   step.process.adopted = true;
   step.process.pid = backend::ReadShimPid(spec.trial_dir);
+  if (step.process.pid == 0) {  // hpod died before hpo-shim wrote its pid
+    step.process.pid = backend::FindTrialProcess(spec.trial_id, spec.trial_dir);
+  }
   step.stop_signal = spec.stop_signal;
   step.stderr_path = layout::TrialDir(spec.trial_dir).stderr_log();
   step.launched = clock_.Now();
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
-  step.gpus_recorded = spec.resources.gpus_per_task == 0 && spec.resources.gpus == 0;
-  step.gpus_checked = step.launched;
+  step.tasks_checked = step.launched;
   unsigned job = 0, step_id = 0;
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2)
     step.step_id = step_id;

@@ -12,8 +12,10 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
+#include "tests/fakes/act_now.h"
 
 namespace hpo::backend {
 namespace {
@@ -59,8 +61,8 @@ TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
   LaunchSpec first = Spec(1, {"sh", "-c", "echo out $MARKER; cat \"$0\"; echo err >&2; exit 0"});
   first.argv.push_back(dir_ + "/t1/params.json");  // $0: the shim wrote it before the command ran
   first.env["HPO_PARAMS_JSON"] = R"({"lr":0.1})";
-  ASSERT_TRUE(b.Launch(first).ok());
-  ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "exit 3"})).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, first).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, Spec(2, {"sh", "-c", "exit 3"})).ok());
   auto exits = WaitExits(b, 2);
   ASSERT_EQ(exits.size(), 2u);
   std::map<int64_t, int> codes;
@@ -74,7 +76,7 @@ TEST_F(LocalBackendTest, ExitCodesLogsAndEnvironment) {
 
 TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
   LocalBackend b(Opts(0, 1), clock_);
-  ASSERT_TRUE(b.Launch(Spec(1, {"/no/such/program"})).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, Spec(1, {"/no/such/program"})).ok());
   auto exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 127);
@@ -84,11 +86,13 @@ TEST_F(LocalBackendTest, MissingProgramExits127WithReason) {
 
 TEST_F(LocalBackendTest, GpusAreNeverShared) {
   LocalBackend b(Opts(4, 8), clock_);
-  ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 2)).ok());
-  ASSERT_TRUE(b.Launch(Spec(2, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 1)).ok());
+  ASSERT_TRUE(
+      fakes::LaunchNow(b, Spec(1, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 2)).ok());
+  ASSERT_TRUE(
+      fakes::LaunchNow(b, Spec(2, {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 5"}, 1)).ok());
   EXPECT_TRUE(b.CanLaunch(1, {1, 1, 1, 1}, {}));
   EXPECT_FALSE(b.CanLaunch(1, {2, 1, 1, 1}, {}));
-  EXPECT_TRUE(absl::IsResourceExhausted(b.Launch(Spec(3, {"true"}, 2))));
+  EXPECT_TRUE(absl::IsResourceExhausted(fakes::LaunchNow(b, Spec(3, {"true"}, 2))));
   std::set<std::string> gpus;
   for (auto& e : b.Poll()) gpus.insert(e.gpus);
   EXPECT_EQ(gpus, (std::set<std::string>{"0,1", "2"}));
@@ -101,13 +105,14 @@ TEST_F(LocalBackendTest, GpusAreNeverShared) {
 TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
   LocalBackend b(Opts(0, 4), clock_);
   // Trial 1 exits on SIGTERM; trial 2 ignores it (and leaves a grandchild) and needs SIGKILL.
-  ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "sleep 30 & wait"})).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, Spec(1, {"sh", "-c", "sleep 30 & wait"})).ok());
   ASSERT_TRUE(
-      b.Launch(Spec(2, {"sh", "-c", "trap '' TERM; sleep 30 & while true; do sleep 0.1; done"}))
+      fakes::LaunchNow(
+          b, Spec(2, {"sh", "-c", "trap '' TERM; sleep 30 & while true; do sleep 0.1; done"}))
           .ok());
   ::usleep(200'000);
-  ASSERT_TRUE(b.Stop(1, absl::Seconds(5)).ok());
-  ASSERT_TRUE(b.Stop(2, absl::Milliseconds(300)).ok());
+  ASSERT_TRUE(fakes::StopNow(b, 1, absl::Seconds(5)).ok());
+  ASSERT_TRUE(fakes::StopNow(b, 2, absl::Milliseconds(300)).ok());
   auto exits = WaitExits(b, 2);
   ASSERT_EQ(exits.size(), 2u);
   for (auto& e : exits) {
@@ -122,7 +127,7 @@ TEST_F(LocalBackendTest, StopSignalsTheGroupThenKillsAfterGrace) {
   ASSERT_NE(std::fgets(buf, sizeof(buf), p), nullptr);
   ::pclose(p);
   EXPECT_EQ(std::atoi(buf), 0);
-  EXPECT_TRUE(absl::IsNotFound(b.Stop(1, absl::Seconds(1))));
+  EXPECT_TRUE(absl::IsNotFound(fakes::StopNow(b, 1, absl::Seconds(1))));
 }
 
 TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
@@ -130,9 +135,9 @@ TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
   LaunchSpec spec =
       Spec(1, {"sh", "-c", "trap 'echo got-usr1; exit 7' USR1; while true; do sleep 0.05; done"});
   spec.stop_signal = SIGUSR1;
-  ASSERT_TRUE(b.Launch(spec).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, spec).ok());
   ::usleep(200'000);
-  ASSERT_TRUE(b.Stop(1, absl::Seconds(5)).ok());
+  ASSERT_TRUE(fakes::StopNow(b, 1, absl::Seconds(5)).ok());
   auto exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 7);
@@ -152,7 +157,7 @@ TEST_F(LocalBackendTest, WakesTheControllerWhenATrialEnds) {
     ++wakes;
     cv.notify_all();
   });
-  ASSERT_TRUE(b.Launch(Spec(1, {"sh", "-c", "sleep 0.2"})).ok());
+  ASSERT_TRUE(fakes::LaunchNow(b, Spec(1, {"sh", "-c", "sleep 0.2"})).ok());
   std::unique_lock lock(mu);
   // Without the wake-up nothing would happen here: no one polls.
   EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return wakes > 0; }));
@@ -176,6 +181,7 @@ TEST_F(LocalBackendTest, ReadoptsTrialsOfADaemonThatDied) {
   if (daemon == 0) {
     auto* b = new LocalBackend(Opts(2, 4), clock_);  // never destroyed: it "crashes"
     bool ok = b->Launch(quick).ok() && b->Launch(slow).ok();
+    b->Act();
     ::_exit(ok ? 0 : 1);
   }
   struct KillLeftovers {  // whatever a failed expectation leaves running
@@ -201,7 +207,7 @@ TEST_F(LocalBackendTest, ReadoptsTrialsOfADaemonThatDied) {
   EXPECT_EQ(exits[0].kind, BackendEvent::Kind::kExited);
   EXPECT_EQ(exits[0].exit_code, 5);
   EXPECT_TRUE(b.CanLaunch(1, {1, 0, 1, 1}, {}));
-  ASSERT_TRUE(b.Stop(2, absl::Seconds(5)).ok());
+  ASSERT_TRUE(fakes::StopNow(b, 2, absl::Seconds(5)).ok());
   exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].trial_id, 2);
@@ -216,6 +222,37 @@ TEST_F(LocalBackendTest, ReadoptsTrialsOfADaemonThatDied) {
   exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 3);
+}
+
+// Decide, then act: a launch starts nothing until Act(), so a daemon that dies in between left
+// nothing running; and a trial whose process runs without the pid hpo-shim writes (the daemon
+// died before the shim got to it) is still found by its environment.
+TEST_F(LocalBackendTest, LaunchesStartAtActAndARestartFindsATrialWithoutItsPidFile) {
+  LocalBackend::Options no_shim{0, 2, ""};
+  LaunchSpec spec = Spec(1, {"sh", "-c", "sleep 30"});
+  spec.env["HPO_TRIAL_DIR"] = spec.trial_dir;
+  {
+    LocalBackend b(no_shim, clock_);
+    ASSERT_TRUE(b.Launch(spec).ok());
+    EXPECT_EQ(b.Running(), 1) << "its room is taken";
+    EXPECT_TRUE(b.Poll().empty()) << "but nothing started";
+    EXPECT_EQ(FindTrialProcess(1, spec.trial_dir), 0);
+    b.Act();
+    ASSERT_EQ(b.Poll().size(), 1u);  // kStarted
+    b.Detach();                      // the daemon goes; the trial runs on
+  }
+  pid_t found = FindTrialProcess(1, spec.trial_dir);
+  ASSERT_GT(found, 0);
+  EXPECT_EQ(FindTrialProcess(1, dir_ + "/another"), 0) << "another daemon's trial 1";
+  LocalBackend b(no_shim, clock_);
+  ASSERT_TRUE(b.Adopt(spec, "", "").ok()) << "no hpo.pid, no stored backend id";
+  auto started = b.Poll();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].backend_id, absl::StrCat("local:pid=", found));
+  ASSERT_TRUE(fakes::StopNow(b, 1, absl::Seconds(1)).ok());
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_TRUE(exits[0].stop_requested);
 }
 
 }  // namespace

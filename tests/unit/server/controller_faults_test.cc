@@ -169,5 +169,53 @@ TEST_F(ControllerFaultsTest, AdoptNotFoundLosesARunningTrialAndRequeuesAPendingO
   EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
 }
 
+// A daemon killed at any instant has recorded every decision it acted on. A trial told to stop
+// (early stopping) when hpod died ends STOPPED after the restart, however it exits.
+TEST_F(ControllerFaultsTest, AStopDecidedBeforeACrashStillEndsTheTrialStopped) {
+  daemon_->set_script([](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Hours(1);
+    f.stop_after = absl::Minutes(5);  // it ignores being told; only the signal ends it (143)
+    return f;
+  });
+  int64_t id =
+      Submit(Spec(2, 2, "early_stopping: {name: asha, min_resource: 1}\nstop_grace: 10s\n"));
+  controller().RunOnce();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_TRUE(PostReport(ReportOf(trials[0].id(), 0.1, 1)).ok());
+  v1::ReportRequest losing = ReportOf(trials[1].id(), 0.9, 2);
+  ASSERT_TRUE(PostReport(losing).ok());
+  EXPECT_EQ(controller().Report(losing, daemon_->TokenOf(trials[1].id()))->action(),
+            v1::ReportResponse::ACTION_STOP);
+
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());  // the trials run on
+  EXPECT_EQ(controller().Report(losing, daemon_->TokenOf(trials[1].id()))->action(),
+            v1::ReportResponse::ACTION_STOP)
+      << "a retry after the restart is still told to stop";
+  for (int i = 0; i < 40; ++i) {  // the grace period again, then the signal, then its exit
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
+  }
+  auto after = Trials(id);
+  EXPECT_EQ(after[1].state(), v1::TRIAL_STATE_STOPPED) << after[1].message();
+  EXPECT_EQ(after[1].exit_code(), 143);
+  EXPECT_THAT(after[1].message(), HasSubstr("asha"));
+  EXPECT_EQ(after[0].state(), v1::TRIAL_STATE_RUNNING);
+}
+
+// A launch decided and recorded (LAUNCHING) but never carried out — hpod died between the
+// commit and the launch — runs once after the restart: neither lost nor launched twice.
+TEST_F(ControllerFaultsTest, ALaunchRecordedButNotCarriedOutRunsOnceAfterARestart) {
+  int64_t id = Submit(Spec(2, 2));
+  for (const auto& t : Trials(id)) ASSERT_EQ(t.state(), v1::TRIAL_STATE_LAUNCHING);
+  // The trials never started: a fresh backend knows nothing of them.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true, /*lose_trials=*/true).ok());
+  for (const auto& t : Trials(id)) EXPECT_EQ(t.state(), v1::TRIAL_STATE_PENDING);
+  daemon_->RunUntilEnded();
+  EXPECT_EQ(daemon_->Counts(id), (std::map<std::string, int>{{"COMPLETED", 2}}));
+  EXPECT_EQ(daemon_->simulated().launched().size(), 2u) << "each launched once";
+}
+
 }  // namespace
 }  // namespace hpo::server

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/fakes/act_now.h"
 #include "tests/fakes/fake_slurm.h"
 
 namespace hpo::slurm {
@@ -35,15 +36,15 @@ class SlurmStepsTest : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     // srun's stand-in: records its options, drops them, runs the command.
     srun_ = dir_ + "/srun";
-    ASSERT_TRUE(
-        WriteFileAtomic(srun_,
-                        "#!/bin/sh\n"
-                        "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
-                        "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
-                        "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_GPUS=3,1\n"
-                        "exec \"$@\"\n",
-                        0755)
-            .ok());
+    ASSERT_TRUE(WriteFileAtomic(
+                    srun_,
+                    "#!/bin/sh\n"
+                    "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
+                    "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
+                    "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=7 SLURM_STEP_GPUS=3,1\n"
+                    "exec \"$@\"\n",
+                    0755)
+                    .ok());
     auto fake = std::make_unique<FakeSlurm>(canceled_);
     slurm_ = fake.get();
     SlurmBackend::Options options;
@@ -129,30 +130,32 @@ TEST_F(SlurmStepsTest, RequestsOneAllocationAtATimeShapedByTheSweep) {
 
 TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
   uint32_t job = Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"sleep", "5"}, 2)).ok());
-  ASSERT_TRUE(backend_->Launch(Spec(2, {"sleep", "5"}, 1)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sleep", "5"}, 2)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(2, {"sleep", "5"}, 1)).ok());
   EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), placement_));
   EXPECT_FALSE(backend_->CanLaunch(1, Gpus(2), placement_));  // 1 GPU left
-  ASSERT_TRUE(backend_->Launch(Spec(3, {"sleep", "5"}, 1)).ok());
-  EXPECT_TRUE(absl::IsResourceExhausted(backend_->Launch(Spec(4, {"true"}, 1))));
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(3, {"sleep", "5"}, 1)).ok());
+  EXPECT_TRUE(absl::IsResourceExhausted(fakes::LaunchNow(*backend_, Spec(4, {"true"}, 1))));
   // The full allocation makes the pool grow, once, to max = 2.
   EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u);
   slurm_->Run(101, "n2");
   backend_->Poll();
-  ASSERT_TRUE(backend_->Launch(Spec(4, {"sleep", "5"}, 4)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(4, {"sleep", "5"}, 4)).ok());
   EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u) << "max is 2";
-  for (int i = 0;
-       i < 500 && std::vector<std::string>(absl::StrSplit(ReadFile(dir_ + "/argv.log").value_or(""),
-                                                          '\n', absl::SkipEmpty()))
-                          .size() < 4;
-       ++i) {
-    ::usleep(10'000);  // the four stand-ins have started
-  }
-  for (int64_t t = 1; t <= 4; ++t) EXPECT_TRUE(backend_->Stop(t, absl::Seconds(1)).ok());
+  auto started = [&] {  // srun stand-ins that logged their options (one "--jobid=" each)
+    std::string log = ReadFile(dir_ + "/argv.log").value_or("");
+    size_t n = 0;
+    for (size_t at = log.find("--jobid="); at != std::string::npos;
+         at = log.find("--jobid=", at + 1))
+      ++n;
+    return n;
+  };
+  for (int i = 0; i < 500 && started() < 4; ++i) ::usleep(10'000);
+  for (int64_t t = 1; t <= 4; ++t) EXPECT_TRUE(fakes::StopNow(*backend_, t, absl::Seconds(1)).ok());
   EXPECT_EQ(WaitEnds(4).size(), 4u);
   std::string argv = ReadFile(dir_ + "/argv.log").value_or("");
   EXPECT_THAT(argv, HasSubstr(absl::StrCat("--jobid=", job, " --exact")));
@@ -166,7 +169,7 @@ TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
 // them once it read them back.
 TEST_F(SlurmStepsTest, LearnsTheGpusSlurmGaveAStep) {
   Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"sleep", "5"}, 2)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sleep", "5"}, 2)).ok());
   std::string gpus;
   for (int i = 0; i < 500 && gpus.empty(); ++i) {
     clock_.Advance(absl::Seconds(1));
@@ -176,13 +179,31 @@ TEST_F(SlurmStepsTest, LearnsTheGpusSlurmGaveAStep) {
     if (gpus.empty()) ::usleep(10'000);
   }
   EXPECT_EQ(gpus, "n1:1,3");
-  EXPECT_TRUE(backend_->Stop(1, absl::Seconds(1)).ok());
+  EXPECT_TRUE(fakes::StopNow(*backend_, 1, absl::Seconds(1)).ok());
   EXPECT_EQ(WaitEnds(1).size(), 1u);
+}
+
+// slurmctld forgets a step once it ended; the step's own record keeps its id and nodes, also for
+// a step that ends before hpod ever asked slurmctld about it.
+TEST_F(SlurmStepsTest, RecordsTheIdAndNodesOfAStepShorterThanAPoll) {
+  Allocate("n1");
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"true"}, 0)).ok());
+  std::string last_id;
+  bool ended = false;
+  for (int i = 0; i < 1000 && !ended; ++i) {
+    for (const BackendEvent& e : backend_->Poll()) {
+      if (e.kind == BackendEvent::Kind::kUpdated) last_id = e.backend_id;
+      if (e.kind == BackendEvent::Kind::kExited) ended = true;
+    }
+    if (!ended) ::usleep(10'000);
+  }
+  ASSERT_TRUE(ended);
+  EXPECT_THAT(last_id, HasSubstr("step=7 nodes=n1")) << "reported before the end";
 }
 
 TEST_F(SlurmStepsTest, CpuOnlyStepsNameNoGres) {
   Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 0)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"true"}, 0)).ok());
   auto ends = WaitEnds(1);
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kExited);
@@ -192,13 +213,13 @@ TEST_F(SlurmStepsTest, CpuOnlyStepsNameNoGres) {
 
 TEST_F(SlurmStepsTest, TellsFailuresFromStepsTakenAway) {
   Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"sh", "-c", "exit 3"}, 1)).ok());
-  ASSERT_TRUE(backend_
-                  ->Launch(Spec(2,
-                                {"sh", "-c",
-                                 "echo 'slurmstepd: error: *** STEP 100.1 ON n1 CANCELLED AT "
-                                 "2026-11-30T10:00:00 ***' >&2; exit 137"},
-                                1))
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sh", "-c", "exit 3"}, 1)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_,
+                               Spec(2,
+                                    {"sh", "-c",
+                                     "echo 'slurmstepd: error: *** STEP 100.1 ON n1 CANCELLED AT "
+                                     "2026-11-30T10:00:00 ***' >&2; exit 137"},
+                                    1))
                   .ok());
   auto ends = WaitEnds(2);
   ASSERT_EQ(ends.size(), 2u);
@@ -215,7 +236,7 @@ TEST_F(SlurmStepsTest, TellsFailuresFromStepsTakenAway) {
 
 TEST_F(SlurmStepsTest, AnAllocationThatEndsUnderAStepLosesIt) {
   uint32_t job = Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"sh", "-c", "sleep 0.5; exit 1"}, 1)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sh", "-c", "sleep 0.5; exit 1"}, 1)).ok());
   slurm_->jobs[job].status.state = JobState::kTimeout;
   backend_->Poll();
   auto ends = WaitEnds(1);
@@ -226,7 +247,7 @@ TEST_F(SlurmStepsTest, AnAllocationThatEndsUnderAStepLosesIt) {
 
 TEST_F(SlurmStepsTest, ReleasesIdleAllocationsAndAllWhenTheSweepEnds) {
   uint32_t job = Allocate("n1");
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 1)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"true"}, 1)).ok());
   ASSERT_EQ(WaitEnds(1).size(), 1u);
   clock_.Advance(absl::Seconds(29));
   backend_->Poll();
@@ -250,11 +271,30 @@ TEST_F(SlurmStepsTest, NeverCancelsTheUsersOwnAllocation) {
   backend_->Poll();  // adopts it
   backend_->Poll();  // sees it run
   EXPECT_EQ(slurm_->jobs.size(), 1u) << "nothing requested";
-  ASSERT_TRUE(backend_->Launch(Spec(1, {"true"}, 1)).ok());
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"true"}, 1)).ok());
   ASSERT_EQ(WaitEnds(1).size(), 1u);
   backend_->SweepEnded(1);
   backend_.reset();  // the daemon going away does not take it either
   EXPECT_TRUE(canceled_.empty());
+}
+
+// An allocation requested just before hpod died: the restarted daemon takes it back for its sweep
+// (it still runs) instead of canceling it, and cancels one whose sweep it no longer runs.
+TEST_F(SlurmStepsTest, ARestartTakesBackTheAllocationsOfItsSweeps) {
+  slurm_->jobs[50] = {JobRequest{}, {50, JobState::kPending, 0, "", "hpo-alloc-test-1"}};
+  slurm_->jobs[51] = {JobRequest{}, {51, JobState::kRunning, 0, "n2", "hpo-alloc-test-9"}};
+  slurm_->jobs[52] = {JobRequest{}, {52, JobState::kRunning, 0, "n3", "hpo-alloc-other-1"}};
+  // Sweep 1's trial was only waiting for room: nothing of it to adopt, but its sweep runs.
+  EXPECT_TRUE(absl::IsNotFound(backend_->Adopt(Spec(1, {"true"}, 1), "", "")));
+  backend_->Poll();
+  EXPECT_EQ(canceled_, std::vector<uint32_t>{51}) << "sweep 9 is not run by this daemon";
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_)) << "still pending";
+  backend_->Poll();
+  EXPECT_EQ(slurm_->jobs.size(), 3u) << "no second allocation while the old one is on its way";
+  slurm_->Run(50, "n1");
+  backend_->Poll();
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_));
+  EXPECT_EQ(slurm_->jobs.size(), 3u);
 }
 
 TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
