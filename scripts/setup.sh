@@ -34,6 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+# One compiler cache for every build tree of this checkout (build/, build-noslurm/): paths are
+# hashed relative to it, so the second tree reuses the first one's objects.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake -S . -B build -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
 cmake --build build -j2
 echo "setup: built build/bin/hpod and build/bin/hpo"

@@ -5,6 +5,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/layout.h"
 #include "common/status_macros.h"
 #include "slurm_backend/slurm_backend.h"
@@ -77,10 +79,17 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.launched = clock_.Now();
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.tasks_checked = step.launched;
-  unsigned job = 0, step_id = 0;
-  if (std::sscanf(backend_id.c_str(), "slurm:job=%u step=%u", &job, &step_id) == 2)
-    step.step_id = step_id;
-  step.job_id = job;
+  // What the store knew: "slurm:job=J step=S nodes=N" (S may be "pending").
+  for (absl::string_view field : absl::StrSplit(backend_id, ' ', absl::SkipEmpty())) {
+    uint32_t value = 0;
+    if (absl::ConsumePrefix(&field, "slurm:job=") && absl::SimpleAtoi(field, &value)) {
+      step.job_id = value;
+    } else if (absl::ConsumePrefix(&field, "step=") && absl::SimpleAtoi(field, &value)) {
+      step.step_id = value;
+    } else if (absl::ConsumePrefix(&field, "nodes=")) {
+      step.nodelist = std::string(field);
+    }
+  }
   // The srun the shim runs says where the step is: --jobid and --nodelist.
   if (step.process.pid > 0 && backend::IsTrialProcess(step.process.pid, spec.trial_id)) {
     for (const std::string& arg : backend::ProcessArgv(step.process.pid)) {
@@ -99,6 +108,8 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
       BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   started.backend_id = StepBackendId(step);
   events_.push_back(std::move(started));
+  // What its tasks recorded fills in what is still missing (all of it, if it ended meanwhile).
+  RecordTasks(step, /*force=*/state == TrialProcess::State::kEnded, events_);
   if (state == TrialProcess::State::kEnded) {
     spdlog::info("trial {}: its step ended while hpod was away; its outcome is known",
                  spec.trial_id);
