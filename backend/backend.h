@@ -73,6 +73,16 @@ struct LaunchSpec {
   int stop_signal = SIGTERM;  // what Stop sends first
 };
 
+// What took a trial that the infrastructure ended (kLost).
+enum class Interruption {
+  kNone,
+  kTimeLimit,        // a Slurm time limit (the job's, or its allocation's)
+  kPreempted,        // a higher-priority job took the nodes
+  kNodeFailure,      // a node failed or did not boot
+  kCanceledOutside,  // someone else canceled it
+  kVanished,         // it disappeared without a trace
+};
+
 struct BackendEvent {
   enum class Kind {
     kStarted,  // the trial's process runs; backend_id and gpus are set
@@ -92,6 +102,7 @@ struct BackendEvent {
   std::string gpus;             // kStarted: the CUDA_VISIBLE_DEVICES it got
   std::string message;          // human-readable detail (exec failure, loss reason)
   bool infra = false;           // kLaunchFailed: the infrastructure's fault, not the trial's
+  Interruption interruption = Interruption::kNone;  // kLost: what took it
 
   static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {
     BackendEvent e;

@@ -256,6 +256,7 @@ std::vector<BackendEvent> LocalBackend::Poll() {
       BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLost, it->first, now);
       e.stop_requested = child.stop_requested;
       e.message = "the trial's process disappeared without a record of how it ended";
+      e.interruption = Interruption::kVanished;
       pool_.Release(child.grant);
       events_.push_back(std::move(e));
       it = children_.erase(it);

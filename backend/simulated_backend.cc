@@ -68,7 +68,10 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
                            it->first, sim.end);
       e.exit_code = sim.fate.exit_code;
       e.stop_requested = sim.stop_requested;
-      if (sim.fate.lost) e.message = "simulated node failure";
+      if (sim.fate.lost) {
+        e.message = "simulated node failure";
+        e.interruption = Interruption::kNodeFailure;
+      }
       out.push_back(e);
       pool_.Release(sim.grant);
       it = trials_.erase(it);

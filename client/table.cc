@@ -236,7 +236,7 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   for (const auto& m : metrics) header.push_back("metric." + m);
   for (const char* c :
        {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus", "parent",
-        "lineage", "started_at", "ended_at", "runtime_s", "message"}) {
+        "lineage", "started_at", "ended_at", "runtime_s", "interruption", "message"}) {
     header.push_back(c);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
@@ -263,6 +263,7 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
     row.push_back(TimeText(t.started_at()));
     row.push_back(TimeText(t.ended_at()));
     row.push_back(absl::StrFormat("%.3f", RuntimeSeconds(t)));
+    row.push_back(v1::InterruptionName(t.interruption()));
     row.push_back(CsvField(t.message()));
     out += absl::StrJoin(row, ",") + "\n";
   }
@@ -312,6 +313,7 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["started_at"] = TimeText(t.started_at());
     j["ended_at"] = TimeText(t.ended_at());
     j["runtime_s"] = RuntimeSeconds(t);
+    j["interruption"] = v1::InterruptionName(t.interruption());  // "" when none
     j["message"] = t.message();
     arr.push_back(std::move(j));
   }

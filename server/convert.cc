@@ -50,6 +50,8 @@ v1::Trial ToProto(const TrialRecord& rec) {
   out.set_gpus(rec.gpus);
   out.set_parent(rec.parent);
   out.set_lineage(rec.lineage);
+  out.set_stop_state(rec.stop_state);
+  out.set_interruption(rec.interruption);
   return out;
 }
 

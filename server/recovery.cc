@@ -85,6 +85,7 @@ void Recovery::Adopt(SweepRuntime& sweep, TrialRuntime& trial) {
   }
   backend_.Reclaim(trial.rec.id, trial.rec.backend_id);
   trial.rec.infra_failure = true;
+  trial.rec.interruption = v1::INTERRUPTION_DAEMON;
   lifecycle_.EndTrial(sweep, trial, v1::TRIAL_STATE_LOST,
                       absl::StrCat("hpod restarted while the trial ran, and ", adopted.message()));
   ++lost_;

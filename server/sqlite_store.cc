@@ -97,12 +97,15 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE reports ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE report_log ADD COLUMN report_id INTEGER NOT NULL DEFAULT 0;
     )sql",
-    // 4 -> 5: stop decisions. stop_state: the state a trial hpod decided to stop ends in (a
-    // TrialState name; '' for none), stop_reason: why; durable before the trial is signaled, so
-    // that a trial being stopped when hpod died ends in that state after a restart.
+    // 4 -> 5: stop decisions and interruptions. stop_state: the state a trial hpod decided to
+    // stop ends in (a TrialState name; '' for none), stop_reason: why; durable before the trial
+    // is signaled, so that a trial being stopped when hpod died ends in that state after a
+    // restart. interruption: what the infrastructure did to a LOST trial (an Interruption name;
+    // '' for none).
     R"sql(
     ALTER TABLE trials ADD COLUMN stop_state TEXT NOT NULL DEFAULT '';
     ALTER TABLE trials ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+    ALTER TABLE trials ADD COLUMN interruption TEXT NOT NULL DEFAULT '';
     )sql",
 };
 
@@ -532,7 +535,10 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   BindText(st, 24,
            t.stop_state == v1::TRIAL_STATE_UNSPECIFIED ? "" : v1::TrialState_Name(t.stop_state));
   BindText(st, 25, t.stop_reason);
-  sqlite3_bind_int64(st, 26, t.id);
+  BindText(
+      st, 26,
+      t.interruption == v1::INTERRUPTION_UNSPECIFIED ? "" : v1::Interruption_Name(t.interruption));
+  sqlite3_bind_int64(st, 27, t.id);
 }
 
 absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
@@ -540,13 +546,13 @@ absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
       insert ? "INSERT INTO trials(sweep_id, number, state, params_json, step, last_metrics_json,"
                " objective, created_at, started_at, ended_at, exit_code, term_signal, message,"
                " backend_id, trial_dir, attempt, retry_of, token, report_count, gpus,"
-               " infra_failure, parent, lineage, stop_state, stop_reason, id)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " infra_failure, parent, lineage, stop_state, stop_reason, interruption, id)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
              : "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?,"
                " last_metrics_json=?, objective=?, created_at=?, started_at=?, ended_at=?,"
                " exit_code=?, term_signal=?, message=?, backend_id=?, trial_dir=?, attempt=?,"
                " retry_of=?, token=?, report_count=?, gpus=?, infra_failure=?, parent=?,"
-               " lineage=?, stop_state=?, stop_reason=? WHERE id=?");
+               " lineage=?, stop_state=?, stop_reason=?, interruption=? WHERE id=?");
   if (st == nullptr) return Error(insert ? "preparing trial insert" : "preparing trial update");
   BindTrial(st, t);
   if (sqlite3_step(st) != SQLITE_DONE) {
@@ -664,7 +670,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
       "SELECT id, sweep_id, number, state, params_json, step, last_metrics_json, objective,"
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
       " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage,"
-      " stop_state, stop_reason FROM trials"
+      " stop_state, stop_reason, interruption FROM trials"
       " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
@@ -704,6 +710,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     t.lineage = sqlite3_column_int64(st, 23);
     if (std::string stop = Text(st, 24); !stop.empty()) v1::TrialState_Parse(stop, &t.stop_state);
     t.stop_reason = Text(st, 25);
+    if (std::string why = Text(st, 26); !why.empty()) v1::Interruption_Parse(why, &t.interruption);
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

@@ -77,6 +77,7 @@ struct TrialRecord {
   // state it ends in whatever its exit code, and why. UNSPECIFIED: no stop was decided.
   v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;
   std::string stop_reason;
+  v1::Interruption interruption = v1::INTERRUPTION_UNSPECIFIED;  // LOST: what took it
 };
 
 struct ReportRecord {

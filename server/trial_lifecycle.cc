@@ -14,6 +14,28 @@
 
 namespace hpo::server {
 
+namespace {
+
+v1::Interruption ToProto(backend::Interruption i) {
+  switch (i) {
+    case backend::Interruption::kTimeLimit:
+      return v1::INTERRUPTION_TIME_LIMIT;
+    case backend::Interruption::kPreempted:
+      return v1::INTERRUPTION_PREEMPTED;
+    case backend::Interruption::kNodeFailure:
+      return v1::INTERRUPTION_NODE_FAILURE;
+    case backend::Interruption::kCanceledOutside:
+      return v1::INTERRUPTION_CANCELED_OUTSIDE;
+    case backend::Interruption::kVanished:
+      return v1::INTERRUPTION_VANISHED;
+    case backend::Interruption::kNone:
+      break;
+  }
+  return v1::INTERRUPTION_UNSPECIFIED;
+}
+
+}  // namespace
+
 TrialLifecycle::TrialLifecycle(Options options, SweepTable& table, Store& store,
                                backend::Backend& backend, TrialFiles& files, EventPublisher& events,
                                const Clock& clock)
@@ -376,6 +398,7 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
         EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
       } else {
         rec.infra_failure = true;
+        rec.interruption = ToProto(e.interruption);
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_LOST, e.message);
       }
       break;
@@ -517,6 +540,7 @@ void TrialLifecycle::EndAllLost() {
       if (v1::IsFinal(t->rec.state)) continue;
       backend_.Reclaim(t->rec.id, t->rec.backend_id);
       t->rec.infra_failure = true;
+      t->rec.interruption = v1::INTERRUPTION_DAEMON;
       EndTrial(*sweep, *t, v1::TRIAL_STATE_LOST, "hpod stopped while the trial ran");
     }
   }

@@ -195,6 +195,7 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
       if (++a.polls_missing >= 20) {
         a.gone = true;
         a.why_gone = absl::StrCat("allocation ", job_id, " vanished");
+        a.interruption = backend::Interruption::kVanished;
       }
       continue;
     }
@@ -216,12 +217,30 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
       continue;
     }
     a.gone = true;
-    a.why_gone = absl::StrCat("allocation ", job_id, " ended (",
-                              st.state == JobState::kTimeout     ? "time limit"
-                              : st.state == JobState::kCancelled ? "canceled"
-                              : st.state == JobState::kNodeFail  ? "node failure"
-                                                                 : "ended",
-                              ")");
+    const char* what = "ended";
+    switch (st.state) {
+      case JobState::kTimeout:
+        what = "time limit";
+        a.interruption = backend::Interruption::kTimeLimit;
+        break;
+      case JobState::kPreempted:
+        what = "preempted";
+        a.interruption = backend::Interruption::kPreempted;
+        break;
+      case JobState::kNodeFail:
+      case JobState::kBootFail:
+        what = "node failure";
+        a.interruption = backend::Interruption::kNodeFailure;
+        break;
+      case JobState::kCancelled:
+        what = "canceled";
+        a.interruption = backend::Interruption::kCanceledOutside;
+        break;
+      default:
+        a.interruption = backend::Interruption::kVanished;
+        break;
+    }
+    a.why_gone = absl::StrCat("allocation ", job_id, " ended (", what, ")");
     spdlog::warn("sweep {}: {}", a.sweep_id, a.why_gone);
   }
   for (auto it = allocs_.begin(); it != allocs_.end();) {
@@ -353,9 +372,10 @@ void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const st
   allocs_.erase(it);
 }
 
-std::string AllocationPool::WhyGone(uint32_t job_id) const {
+AllocationPool::Gone AllocationPool::WhyGone(uint32_t job_id) const {
   auto it = allocs_.find(job_id);
-  return it != allocs_.end() && it->second.gone ? it->second.why_gone : std::string();
+  if (it == allocs_.end() || !it->second.gone) return {};
+  return {it->second.why_gone, it->second.interruption};
 }
 
 std::string AllocationPool::Describe() const {

@@ -82,8 +82,13 @@ class AllocationPool {
   // The daemon leaves its allocations to the next start: forget them without canceling.
   void Detach();
 
-  // Whether allocation `job_id` ended under its steps, and why ("" while it runs).
-  std::string WhyGone(uint32_t job_id) const;
+  // Whether allocation `job_id` ended under its steps: why (empty while it runs) and what took
+  // it.
+  struct Gone {
+    std::string why;
+    backend::Interruption interruption = backend::Interruption::kNone;
+  };
+  Gone WhyGone(uint32_t job_id) const;
   bool empty() const { return allocs_.empty(); }
   // "2 allocation(s) held (1 running)".
   std::string Describe() const;
@@ -106,6 +111,7 @@ class AllocationPool {
     bool external = false;  // the user's own job (allocation.job): never canceled by hpod
     bool gone = false;      // ended under us
     std::string why_gone;
+    backend::Interruption interruption = backend::Interruption::kNone;
     std::vector<std::string> nodes;
     std::vector<backend::ResourcePool> room;  // per node
     int steps = 0;

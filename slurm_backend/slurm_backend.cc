@@ -30,6 +30,7 @@ namespace hpo::slurm {
 
 using backend::BackendEvent;
 using backend::ExitRecord;
+using backend::Interruption;
 using backend::LaunchSpec;
 using backend::Placement;
 using backend::Resources;
@@ -463,14 +464,47 @@ void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
   }
 }
 
+namespace {
+
+// What Slurm said ended a step, in the lines slurmstepd writes to its stderr
+// ("*** STEP 12.3 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"); kNone when it said nothing.
+Interruption SlurmSaid(const std::string& tail, uint32_t job_id) {
+  bool step_canceled = absl::StrContains(tail, absl::StrCat("*** STEP ", job_id, ".")) &&
+                       absl::StrContains(tail, "CANCELLED");
+  bool job_canceled = absl::StrContains(tail, absl::StrCat("*** JOB ", job_id, " "));
+  if (!step_canceled && !job_canceled) return Interruption::kNone;
+  if (absl::StrContains(tail, "DUE TO TIME LIMIT")) return Interruption::kTimeLimit;
+  if (absl::StrContains(tail, "DUE TO PREEMPTION")) return Interruption::kPreempted;
+  if (absl::StrContains(tail, "DUE TO NODE FAIL")) return Interruption::kNodeFailure;
+  return Interruption::kCanceledOutside;
+}
+
+const char* Words(Interruption i) {
+  switch (i) {
+    case Interruption::kTimeLimit:
+      return "its allocation's time limit";
+    case Interruption::kPreempted:
+      return "preemption";
+    case Interruption::kNodeFailure:
+      return "a node failure";
+    case Interruption::kCanceledOutside:
+      return "a cancel outside hpod";
+    default:
+      return "Slurm";
+  }
+}
+
+}  // namespace
+
 BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   absl::Time now = clock_.Now();
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, step.trial_id, now);
   e.stop_requested = step.stop_requested;
-  std::string why_gone = pool_.WhyGone(step.job_id);
+  AllocationPool::Gone gone = pool_.WhyGone(step.job_id);
   if (outcome == nullptr) {
     e.kind = BackendEvent::Kind::kLost;
     e.message = "the trial's srun process disappeared";
+    e.interruption = Interruption::kVanished;
   } else {
     e.exit_code = outcome->exit_code;
     e.term_signal = outcome->term_signal;
@@ -480,24 +514,30 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
           absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(outcome->exec_errno));
     }
   }
-  if (e.kind == BackendEvent::Kind::kExited && e.exit_code != 0 && !step.stop_requested) {
-    // Did the trial fail, or was it taken away? srun's own words say which.
+  if (e.kind == BackendEvent::Kind::kExited && !step.stop_requested) {
+    // Did the trial end by itself, or was it taken away? The allocation's end, or srun's own
+    // words, say which; a trial cut short is not done even if it exited 0 on the signal.
     bool truncated = false;
     std::string tail = TailFile(step.stderr_path, 8192, &truncated).value_or("");
     std::string id =
         absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
-    if (!why_gone.empty()) {
+    Interruption said = SlurmSaid(tail, step.job_id);
+    if (!gone.why.empty() && (e.exit_code != 0 || said != Interruption::kNone)) {
       e.kind = BackendEvent::Kind::kLost;
-      e.message = why_gone;
-    } else if (absl::StrContains(tail, absl::StrCat("*** STEP ", step.job_id, ".")) &&
-               absl::StrContains(tail, "CANCELLED")) {
+      e.message = gone.why;
+      e.interruption = gone.interruption;
+    } else if (said != Interruption::kNone) {
       e.kind = BackendEvent::Kind::kLost;
-      e.message = absl::StrCat("step ", id, " was canceled outside hpod");
-    } else if (absl::StrContains(tail, absl::StrCat("*** JOB ", step.job_id, " ")) ||
-               absl::StrContains(tail, "Unable to create step") ||
-               absl::StrContains(tail, "Job step aborted")) {
+      e.message = absl::StrCat("step ", id, " was ended by ", Words(said));
+      if (said == Interruption::kCanceledOutside) {
+        e.message = absl::StrCat("step ", id, " was canceled outside hpod");
+      }
+      e.interruption = said;
+    } else if (e.exit_code != 0 && (absl::StrContains(tail, "Unable to create step") ||
+                                    absl::StrContains(tail, "Job step aborted"))) {
       e.kind = BackendEvent::Kind::kLost;
       e.message = absl::StrCat("Slurm ended step ", id, " or could not start it (see stderr.log)");
+      e.interruption = Interruption::kVanished;
     }
   }
   pool_.Release(step.trial_id, now);
@@ -573,6 +613,7 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
       BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLost, trial_id, now);
       e.stop_requested = job.stop_requested;
       e.message = absl::StrCat("Slurm job ", job.job_id, " vanished");
+      e.interruption = Interruption::kVanished;
       out.push_back(e);
       it = jobs_.erase(it);
       continue;
@@ -605,37 +646,46 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
     } else {
       e.exit_code = WEXITSTATUS(status);
     }
+    // The infrastructure's doing: LOST (and retried), never counted against the sweep.
+    auto lost = [&](Interruption why, const std::string& message) {
+      e.kind = BackendEvent::Kind::kLost;
+      e.interruption = why;
+      e.message = message;
+    };
+    std::string job_name = absl::StrCat("Slurm job ", job.job_id);
     switch (st.state) {
       case JobState::kCompleted:
       case JobState::kFailed:
         break;
-      case JobState::kTimeout:
-        e.message = absl::StrCat("Slurm job ", job.job_id, " hit its time limit");
-        if (e.exit_code == 0) e.exit_code = -1;
-        break;
       case JobState::kOutOfMemory:
-        e.message = absl::StrCat("Slurm job ", job.job_id, " ran out of memory");
+        e.message = absl::StrCat(job_name, " ran out of memory");
         if (e.exit_code == 0) e.exit_code = -1;
         break;
       case JobState::kDeadline:
-        e.message = absl::StrCat("Slurm job ", job.job_id, " missed its deadline");
+        e.message = absl::StrCat(job_name, " missed its deadline");
         if (e.exit_code == 0) e.exit_code = -1;
         break;
       case JobState::kCancelled:
         if (!job.stop_requested) {
-          e.kind = BackendEvent::Kind::kLost;
-          e.message = absl::StrCat("Slurm job ", job.job_id, " was canceled outside hpod");
+          lost(Interruption::kCanceledOutside,
+               absl::StrCat(job_name, " was canceled outside hpod"));
         }
         break;
-      default:  // node failure, boot failure, preemption
-        e.kind = BackendEvent::Kind::kLost;
-        e.message = absl::StrCat("Slurm job ", job.job_id, " ended by the infrastructure (",
-                                 st.state == JobState::kNodeFail   ? "node failure"
-                                 : st.state == JobState::kBootFail ? "boot failure"
-                                 : st.state == JobState::kPreempted
-                                     ? "preempted"
-                                     : "state " + std::to_string(static_cast<int>(st.state)),
-                                 ")");
+      case JobState::kTimeout:
+        lost(Interruption::kTimeLimit, absl::StrCat(job_name, " hit its time limit"));
+        break;
+      case JobState::kPreempted:
+        lost(Interruption::kPreempted, absl::StrCat(job_name, " was preempted"));
+        break;
+      case JobState::kNodeFail:
+      case JobState::kBootFail:
+        lost(Interruption::kNodeFailure,
+             absl::StrCat(job_name, " ended by a node failure",
+                          st.state == JobState::kBootFail ? " (the node did not boot)" : ""));
+        break;
+      default:
+        lost(Interruption::kVanished,
+             absl::StrCat(job_name, " ended in state ", static_cast<int>(st.state)));
         break;
     }
     out.push_back(std::move(e));

@@ -57,6 +57,8 @@ hpo wait "$id" --timeout 90 >/dev/null || fail "the failure sweep did not comple
 [ "$(sql "SELECT state FROM trials WHERE sweep_id=$id AND number=0")" = TRIAL_STATE_FAILED ] || fail "exit 3 should be FAILED"
 [ "$(sql "SELECT exit_code FROM trials WHERE sweep_id=$id AND number=0")" -eq 3 ] || fail "exit code 3 not recorded"
 [ "$(sql "SELECT state FROM trials WHERE id=$trial")" = TRIAL_STATE_LOST ] || fail "a job scancel'ed outside should be LOST"
+[ "$(sql "SELECT interruption FROM trials WHERE id=$trial")" = INTERRUPTION_CANCELED_OUTSIDE ] \
+  || fail "the outside scancel is not the trial's interruption: $(sql "SELECT interruption FROM trials WHERE id=$trial")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$trial AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the lost trial was not retried"
 
 sed 's/slurm: {mode: jobs}/slurm: {mode: jobs, partition: nosuch}/' "$WORK/fail.yaml" >"$WORK/badpart.yaml"
@@ -137,5 +139,8 @@ lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STAT
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_FAILED'")" -eq 0 ] || fail "a node failure must not count as a failed configuration"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED' AND retry_of != 0")" -eq 1 ] || fail "the lost trial was not retried to completion"
 why=$(sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
+cause=$(sql "SELECT interruption FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
+[ "$cause" = INTERRUPTION_NODE_FAILURE ] || fail "the DOWN node is not the trial's interruption: $cause ($why)"
+hpo export "$id" --format csv | grep -q ",node_failure," || fail "the export lacks the interruption"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty, $adopted job(s) re-adopted after kill -9, node DOWN -> LOST ($why) and retried"

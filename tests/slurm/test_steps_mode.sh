@@ -158,6 +158,8 @@ hpo wait "$id" --timeout 90 >/dev/null || fail "the failure sweep did not comple
 [ "$(sql "SELECT exit_code FROM trials WHERE sweep_id=$id AND number=0")" -eq 3 ] || fail "exit code 3 not recorded"
 [ "$(sql "SELECT state FROM trials WHERE id=$trial")" = TRIAL_STATE_LOST ] || fail "a step scancel'ed outside should be LOST, not $(sql "SELECT state || ' ' || message FROM trials WHERE id=$trial")"
 sql "SELECT message FROM trials WHERE id=$trial" | grep -q "canceled outside hpod" || fail "the lost step does not say why"
+[ "$(sql "SELECT interruption FROM trials WHERE id=$trial")" = INTERRUPTION_CANCELED_OUTSIDE ] \
+  || fail "the outside scancel is not the step's interruption: $(sql "SELECT interruption FROM trials WHERE id=$trial")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$trial AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the lost trial was not retried"
 grep -q "sweep $id: requested Slurm allocation [0-9]* (2 of 2)" "$HPO_DATA_DIR/hpod.log" || fail "the pool did not grow to 2 allocations"
 [ "$(sql "SELECT COUNT(DISTINCT substr(backend_id, 1, instr(backend_id, ' '))) FROM trials WHERE sweep_id=$id")" -eq 2 ] \

@@ -25,6 +25,13 @@ def _data_dir():
     return os.path.abspath(d) if d else os.path.join(os.path.expanduser("~"), ".hpo")
 
 
+def _interruption(value):
+    """What the infrastructure did to a LOST trial ("time_limit", "preempted", ...), or ""."""
+    if value == 0:
+        return ""
+    return hpo_pb2.Interruption.Name(value)[len("INTERRUPTION_"):].lower()
+
+
 def _state(kind, value):
     enum = hpo_pb2.TrialState if kind == "trial" else hpo_pb2.SweepState
     return enum.Name(value)[len(_STATE_PREFIX[kind]):]
@@ -173,7 +180,8 @@ class Sweep:
                         "started_at": _ts(t.started_at), "ended_at": _ts(t.ended_at),
                         "exit_code": t.exit_code if t.HasField("ended_at") else None,
                         "attempt": t.attempt, "backend_id": t.backend_id, "parent": t.parent,
-                        "lineage": t.lineage, "message": t.message})
+                        "lineage": t.lineage, "interruption": _interruption(t.interruption),
+                        "message": t.message})
             rows.append(row)
         df = pd.DataFrame(rows)
         if not df.empty:

@@ -11,6 +11,13 @@ std::string Strip(const std::string& name) { return name.size() > 12 ? name.subs
 std::string StateName(TrialState s) { return Strip(TrialState_Name(s)); }
 std::string StateName(SweepState s) { return Strip(SweepState_Name(s)); }
 
+std::string InterruptionName(Interruption i) {
+  if (i == INTERRUPTION_UNSPECIFIED) return "";
+  std::string name = Interruption_Name(i).substr(13);  // drops "INTERRUPTION_"
+  for (char& c : name) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return name;
+}
+
 bool IsFinal(TrialState s) {
   switch (s) {
     case TRIAL_STATE_COMPLETED:

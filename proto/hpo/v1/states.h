@@ -12,6 +12,10 @@ namespace hpo::v1 {
 std::string StateName(TrialState s);
 std::string StateName(SweepState s);
 
+// "time_limit", "preempted", ...: the enum's name without its prefix, in lower case; "" for
+// UNSPECIFIED (nothing interrupted the trial).
+std::string InterruptionName(Interruption i);
+
 // COMPLETED, STOPPED, FAILED, CANCELED, LOST.
 bool IsFinal(TrialState s);
 // Every state but RUNNING, PAUSED and UNSPECIFIED.

@@ -243,11 +243,14 @@ TEST_F(ControllerTest, LostTrialsAreRetriedAsInfrastructureFailures) {
     f.lost = launches++ == 0;  // the very first launch is lost
     return f;
   };
-  int64_t id = Submit(Spec(3, 1));
+  // max_failed 1: a trial the infrastructure took does not count against the sweep.
+  int64_t id = Submit(Spec(3, 1, "", "{metric: loss, direction: minimize}", ", max_failed: 1"));
   RunUntilEnded();
   auto trials = Trials(id);
   ASSERT_EQ(trials.size(), 4u);
   EXPECT_EQ(trials[0].state(), v1::TRIAL_STATE_LOST);
+  EXPECT_EQ(trials[0].interruption(), v1::INTERRUPTION_NODE_FAILURE);
+  EXPECT_EQ(trials[1].interruption(), v1::INTERRUPTION_UNSPECIFIED);
   EXPECT_EQ(trials[1].retry_of(), trials[0].id());
   EXPECT_EQ(trials[1].attempt(), 2);
   EXPECT_EQ(trials[1].params().at("x").float_value(), trials[0].params().at("x").float_value());

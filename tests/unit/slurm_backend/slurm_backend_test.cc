@@ -297,6 +297,60 @@ TEST_F(SlurmStepsTest, ARestartTakesBackTheAllocationsOfItsSweeps) {
   EXPECT_EQ(slurm_->jobs.size(), 3u);
 }
 
+// A trial's job that Slurm ended is LOST with what ended it (none of which counts against the
+// sweep): the time limit, a preemption, a node failure, an outside scancel.
+TEST_F(SlurmStepsTest, JobsTheInfrastructureEndsAreLostWithTheirCause) {
+  placement_.mode = "jobs";
+  const std::pair<JobState, backend::Interruption> cases[] = {
+      {JobState::kTimeout, backend::Interruption::kTimeLimit},
+      {JobState::kPreempted, backend::Interruption::kPreempted},
+      {JobState::kNodeFail, backend::Interruption::kNodeFailure},
+      {JobState::kBootFail, backend::Interruption::kNodeFailure},
+      {JobState::kCancelled, backend::Interruption::kCanceledOutside},
+  };
+  int64_t trial = 1;
+  for (const auto& [state, want] : cases) {
+    ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(trial, {"true"}, 1)).ok());
+    uint32_t job = slurm_->next_id - 1;
+    slurm_->Run(job, "n1");
+    backend_->Poll();  // started
+    slurm_->jobs[job].status.state = state;
+    std::vector<BackendEvent> events = backend_->Poll();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].kind, BackendEvent::Kind::kLost) << static_cast<int>(state);
+    EXPECT_EQ(events[0].interruption, want) << events[0].message;
+    ++trial;
+  }
+  // Out of memory is the trial's own doing.
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(trial, {"true"}, 1)).ok());
+  uint32_t job = slurm_->next_id - 1;
+  slurm_->Run(job, "n1");
+  backend_->Poll();
+  slurm_->jobs[job].status.state = JobState::kOutOfMemory;
+  std::vector<BackendEvent> events = backend_->Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, BackendEvent::Kind::kExited);
+  EXPECT_THAT(events[0].message, HasSubstr("out of memory"));
+}
+
+// A step that Slurm cut short at its allocation's time limit is LOST, even when the trial
+// exited 0 on the signal: it did not finish.
+TEST_F(SlurmStepsTest, AStepCutShortByTheTimeLimitIsLostEvenIfItExitedZero) {
+  Allocate("n1");
+  ASSERT_TRUE(fakes::LaunchNow(*backend_,
+                               Spec(1,
+                                    {"sh", "-c",
+                                     "echo 'slurmstepd: error: *** STEP 100.0 ON n1 CANCELLED AT "
+                                     "2026-11-30T10:00:00 DUE TO TIME LIMIT ***' >&2; exit 0"},
+                                    1))
+                  .ok());
+  auto ends = WaitEnds(1);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kLost);
+  EXPECT_EQ(ends[0].interruption, backend::Interruption::kTimeLimit);
+  EXPECT_THAT(ends[0].message, HasSubstr("time limit"));
+}
+
 TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
   EXPECT_TRUE(backend_->CheckFits(Gpus(4), placement_).ok());
   absl::Status s = backend_->CheckFits(Gpus(5), placement_);
