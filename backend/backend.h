@@ -35,6 +35,12 @@ struct Resources {
   int cpus = 1;           // per task
   int nodes = 1;
   int tasks_per_node = 1;
+  // The most one segment of the trial may run (the sweep's `resources.time_limit`): given to
+  // Slurm as the step's or the job's time limit. 0: no limit of its own.
+  absl::Duration time_limit = absl::ZeroDuration();
+  // How long the trial must be able to run where it starts: an allocation that ends sooner does
+  // not take it. 0: any (a resumable trial, or one whose length nothing foretells).
+  absl::Duration needs = absl::ZeroDuration();
 };
 
 // The allocations hpod holds for a sweep in Slurm `steps` mode (the sweep's `slurm.allocation`).
@@ -71,6 +77,12 @@ struct LaunchSpec {
   Resources resources;
   Placement placement;
   int stop_signal = SIGTERM;  // what Stop sends first
+  // A resumable trial (the sweep's `checkpoint:` section): before the end of its allocation or
+  // job the backend sends it this signal, `checkpoint_grace` ahead, and reports its exit as an
+  // interruption (kLost) so that it continues as its next segment. 0: not resumable.
+  int checkpoint_signal = 0;
+  absl::Duration checkpoint_grace = absl::ZeroDuration();
+  int segment = 1;  // which run of the trial this is: 1, then one more after each interruption
 };
 
 // What took a trial that the infrastructure ended (kLost).

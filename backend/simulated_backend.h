@@ -19,8 +19,9 @@ struct SimulatedFate {
   absl::Duration start_delay = absl::ZeroDuration();
   absl::Duration run_time = absl::Seconds(10);
   int exit_code = 0;
-  bool lost = false;                                 // ends kLost instead of kExited
-  absl::Duration stop_after = absl::ZeroDuration();  // how long it takes to honour a stop
+  bool lost = false;                                       // ends kLost instead of kExited
+  Interruption interruption = Interruption::kNodeFailure;  // what took it, when lost
+  absl::Duration stop_after = absl::ZeroDuration();        // how long it takes to honour a stop
 };
 
 class SimulatedBackend final : public Backend {

@@ -71,6 +71,19 @@ std::string ValueText(const v1::ParamValue& v) {
 
 std::string NumberText(double v) { return absl::StrFormat("%.6g", v); }
 
+namespace {
+
+// The interruptions that ended a trial's earlier segments: "time_limit;preempted".
+std::string InterruptionsText(const v1::Trial& t) {
+  std::vector<std::string> names;
+  for (const v1::Segment& seg : t.segments()) {
+    names.push_back(v1::InterruptionName(seg.interruption()));
+  }
+  return absl::StrJoin(names, ";");
+}
+
+}  // namespace
+
 double RuntimeSeconds(const v1::Trial& t) {
   if (!t.has_started_at()) return 0;
   absl::Time start = FromProto(t.started_at());
@@ -84,6 +97,9 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
   std::vector<std::string> metrics = MetricNames(trials);
   const std::string& objective = sweep.objective_metric();
   metrics.erase(std::remove(metrics.begin(), metrics.end(), objective), metrics.end());
+  // Trials that interruptions took and that went on from their checkpoints: which segment runs.
+  bool segmented =
+      std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) { return t.segment() > 1; });
 
   // Columns: fixed left, params, objective + metrics, fixed right. Drop params/metrics from the
   // right until the table fits.
@@ -95,6 +111,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     header.push_back(objective + (sweep.direction() == v1::DIRECTION_MAXIMIZE ? " ↑" : " ↓"));
     for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
     header.push_back("runtime");
+    if (segmented) header.push_back("seg");
     if (options.where) {
       header.push_back("gpus");
       header.push_back("where");
@@ -115,6 +132,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       }
       row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t)))
                                        : "-");
+      if (segmented) row.push_back(std::to_string(t.segment()));
       if (options.where) {
         row.push_back(t.gpus().empty() ? "-" : t.gpus());
         row.push_back(t.backend_id().empty() ? "-" : t.backend_id());
@@ -234,9 +252,9 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   std::vector<std::string> header = {"trial_id", "sweep_id", "number", "state"};
   for (const auto& p : params) header.push_back("param." + p);
   for (const auto& m : metrics) header.push_back("metric." + m);
-  for (const char* c :
-       {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus", "parent",
-        "lineage", "started_at", "ended_at", "runtime_s", "interruption", "message"}) {
+  for (const char* c : {"objective", "step", "report_count", "exit_code", "attempt", "backend_id",
+                        "gpus", "parent", "lineage", "started_at", "ended_at", "runtime_s",
+                        "segment", "gpu_seconds", "interruptions", "interruption", "message"}) {
     header.push_back(c);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
@@ -263,6 +281,9 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
     row.push_back(TimeText(t.started_at()));
     row.push_back(TimeText(t.ended_at()));
     row.push_back(absl::StrFormat("%.3f", RuntimeSeconds(t)));
+    row.push_back(std::to_string(t.segment()));
+    row.push_back(absl::StrFormat("%.3f", t.gpu_seconds()));
+    row.push_back(InterruptionsText(t));
     row.push_back(v1::InterruptionName(t.interruption()));
     row.push_back(CsvField(t.message()));
     out += absl::StrJoin(row, ",") + "\n";
@@ -313,6 +334,20 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["started_at"] = TimeText(t.started_at());
     j["ended_at"] = TimeText(t.ended_at());
     j["runtime_s"] = RuntimeSeconds(t);
+    j["segment"] = t.segment();
+    j["gpu_seconds"] = t.gpu_seconds();
+    nlohmann::json segments = nlohmann::json::array();
+    for (const v1::Segment& seg : t.segments()) {
+      segments.push_back({{"number", seg.number()},
+                          {"started_at", TimeText(seg.started_at())},
+                          {"ended_at", TimeText(seg.ended_at())},
+                          {"backend_id", seg.backend_id()},
+                          {"gpus", seg.gpus()},
+                          {"gpu_seconds", seg.gpu_seconds()},
+                          {"interruption", v1::InterruptionName(seg.interruption())},
+                          {"message", seg.message()}});
+    }
+    j["segments"] = std::move(segments);  // the segments interruptions ended, oldest first
     j["interruption"] = v1::InterruptionName(t.interruption());  // "" when none
     j["message"] = t.message();
     arr.push_back(std::move(j));

@@ -199,14 +199,14 @@ absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
 absl::StatusOr<std::vector<v1::Trial>> Controller::ListTrials(
     const v1::ListTrialsRequest& req) const {
   ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(req.sweep_id()));
-  return TrialsView(*sweep, req);
+  return TrialsView(*sweep, req, clock_.Now());
 }
 
 absl::StatusOr<v1::GetTrialResponse> Controller::GetTrial(const v1::GetTrialRequest& req) {
   auto [sweep, trial] = table_.FindTrial(req.trial_id());
   if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", req.trial_id()));
   v1::GetTrialResponse resp;
-  *resp.mutable_trial() = TrialView(*trial);
+  *resp.mutable_trial() = TrialView(*sweep, *trial, clock_.Now());
   if (req.include_reports()) {
     ASSIGN_OR_RETURN(std::vector<ReportRecord> reports, store_.LoadReports(trial->rec.id));
     for (const ReportRecord& r : reports) {

@@ -52,6 +52,19 @@ v1::Trial ToProto(const TrialRecord& rec) {
   out.set_lineage(rec.lineage);
   out.set_stop_state(rec.stop_state);
   out.set_interruption(rec.interruption);
+  out.set_segment(rec.segment);
+  out.set_gpu_seconds(rec.gpu_seconds);
+  for (const SegmentRecord& seg : rec.segments) {
+    v1::Segment& s = *out.add_segments();
+    s.set_number(seg.number);
+    *s.mutable_started_at() = ToProto(seg.started_at);
+    *s.mutable_ended_at() = ToProto(seg.ended_at);
+    s.set_backend_id(seg.backend_id);
+    s.set_gpus(seg.gpus);
+    s.set_gpu_seconds(seg.gpu_seconds);
+    s.set_interruption(seg.interruption);
+    s.set_message(seg.message);
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "server/recovery.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -42,9 +43,12 @@ absl::Status Recovery::Replay(SweepRuntime& sweep, TrialRuntime& trial) {
     trial.rec.report_count = 0;
     trial.rec.objective.reset();
   }
+  std::optional<int64_t> reached;  // of a final trial, whose row is kept as stored
   for (const ReportRecord& r : reports) {
     std::optional<double> value;
     if (final) {
+      if (RepeatsEarlierStep(trial.rec.segment, r.step, reached)) continue;
+      reached = std::max(reached.value_or(r.step), r.step);
       auto it = r.metrics.find(objective.metric);
       if (it != r.metrics.end()) value = it->second;
     } else {
@@ -84,10 +88,16 @@ void Recovery::Adopt(SweepRuntime& sweep, TrialRuntime& trial) {
     return;
   }
   backend_.Reclaim(trial.rec.id, trial.rec.backend_id);
+  std::string why = absl::StrCat("hpod restarted while the trial ran, and ", adopted.message());
+  if (trial.rec.state == v1::TRIAL_STATE_RUNNING && !trial.stop_requested() &&
+      lifecycle_.MayResume(sweep, trial)) {
+    lifecycle_.NextSegment(sweep, trial, v1::INTERRUPTION_DAEMON, why, clock_.Now());
+    ++resumed_;
+    return;
+  }
   trial.rec.infra_failure = true;
   trial.rec.interruption = v1::INTERRUPTION_DAEMON;
-  lifecycle_.EndTrial(sweep, trial, v1::TRIAL_STATE_LOST,
-                      absl::StrCat("hpod restarted while the trial ran, and ", adopted.message()));
+  lifecycle_.EndTrial(sweep, trial, v1::TRIAL_STATE_LOST, why);
   ++lost_;
 }
 
@@ -149,8 +159,10 @@ absl::Status Recovery::Run() {
   absl::Status commit = store_.Commit();
   events_.Committed(commit);
   RETURN_IF_ERROR(commit);
-  spdlog::info("recovered {} sweep(s): {} trial(s) re-adopted, {} LOST and retried per policy",
-               table_.sweeps().size(), readopted_, lost_);
+  spdlog::info(
+      "recovered {} sweep(s): {} trial(s) re-adopted, {} continued from their checkpoints, {} "
+      "LOST and retried per policy",
+      table_.sweeps().size(), readopted_, resumed_, lost_);
   return absl::OkStatus();
 }
 

@@ -49,7 +49,7 @@ class Recovery {
   TrialLifecycle& lifecycle_;
   EventPublisher& events_;
   const Clock& clock_;
-  int readopted_ = 0, lost_ = 0;
+  int readopted_ = 0, resumed_ = 0, lost_ = 0;
 };
 
 }  // namespace hpo::server

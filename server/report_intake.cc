@@ -29,8 +29,11 @@ constexpr int64_t kMaxStep = int64_t{1} << 53;
 
 std::optional<double> ApplyReport(const ReportRecord& report, const Objective& objective,
                                   TrialRecord& rec) {
-  rec.step = report.step;
+  std::optional<int64_t> reached;
+  if (rec.report_count > 0) reached = rec.step;
   ++rec.report_count;
+  if (RepeatsEarlierStep(rec.segment, report.step, reached)) return std::nullopt;
+  rec.step = report.step;
   for (const auto& [k, v] : report.metrics) rec.last_metrics[k] = v;
   auto it = report.metrics.find(objective.metric);
   if (it == report.metrics.end()) return std::nullopt;

@@ -23,9 +23,17 @@
 
 namespace hpo::server {
 
+// A resumed segment (segment > 1) that reports a step the trial had reached already (`reached`)
+// repeats work done since its last checkpoint: the report is stored, but the trial's curve,
+// objective and early stopping keep the values first reported.
+inline bool RepeatsEarlierStep(int segment, int64_t step, std::optional<int64_t> reached) {
+  return segment > 1 && reached && step <= *reached;
+}
+
 // Applies one stored report to a trial's record: its step, report count, last metrics and
 // objective (the objective metric's last value, or its best with `use: best`). Returns the
-// objective metric's value when the report has it. The report path and recovery both use it.
+// objective metric's value when the report has it and does not repeat an earlier step. The
+// report path and recovery both use it.
 std::optional<double> ApplyReport(const ReportRecord& report, const Objective& objective,
                                   TrialRecord& rec);
 

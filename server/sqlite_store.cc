@@ -107,6 +107,16 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE trials ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
     ALTER TABLE trials ADD COLUMN interruption TEXT NOT NULL DEFAULT '';
     )sql",
+    // v6: segments of resumable trials. segment: the current one (from 1); segment_started_at;
+    // gpu_seconds: GPUs held times running time over the ended segments (and retries count
+    // their own); segments_json: the segments interruptions ended, [{number, started_at,
+    // ended_at, backend_id, gpus, gpu_seconds, interruption, message}].
+    R"sql(
+    ALTER TABLE trials ADD COLUMN segment INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE trials ADD COLUMN segment_started_at REAL;
+    ALTER TABLE trials ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0;
+    ALTER TABLE trials ADD COLUMN segments_json TEXT NOT NULL DEFAULT '[]';
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -123,6 +133,49 @@ algorithms::Params ParamsFromJson(const json& j) {
       out[k] = v.get<double>();
     else if (v.is_string())
       out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+std::string InterruptionText(v1::Interruption i) {
+  return i == v1::INTERRUPTION_UNSPECIFIED ? "" : v1::Interruption_Name(i);
+}
+
+v1::Interruption InterruptionFromText(const std::string& text) {
+  v1::Interruption i = v1::INTERRUPTION_UNSPECIFIED;
+  if (!text.empty()) v1::Interruption_Parse(text, &i);
+  return i;
+}
+
+std::string SegmentsToJson(const std::vector<SegmentRecord>& segments) {
+  if (segments.empty()) return "[]";
+  json out = json::array();
+  for (const SegmentRecord& s : segments) {
+    out.push_back({{"number", s.number},
+                   {"started_at", ToUnix(s.started_at)},
+                   {"ended_at", ToUnix(s.ended_at)},
+                   {"backend_id", s.backend_id},
+                   {"gpus", s.gpus},
+                   {"gpu_seconds", s.gpu_seconds},
+                   {"interruption", InterruptionText(s.interruption)},
+                   {"message", s.message}});
+  }
+  return out.dump();
+}
+
+std::vector<SegmentRecord> SegmentsFromJson(const json& j) {
+  std::vector<SegmentRecord> out;
+  for (const json& e : j) {
+    SegmentRecord s;
+    s.number = e.value("number", 1);
+    s.started_at = FromUnix(e.value("started_at", 0.0));
+    s.ended_at = FromUnix(e.value("ended_at", 0.0));
+    s.backend_id = e.value("backend_id", "");
+    s.gpus = e.value("gpus", "");
+    s.gpu_seconds = e.value("gpu_seconds", 0.0);
+    s.interruption = InterruptionFromText(e.value("interruption", ""));
+    s.message = e.value("message", "");
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -535,10 +588,12 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   BindText(st, 24,
            t.stop_state == v1::TRIAL_STATE_UNSPECIFIED ? "" : v1::TrialState_Name(t.stop_state));
   BindText(st, 25, t.stop_reason);
-  BindText(
-      st, 26,
-      t.interruption == v1::INTERRUPTION_UNSPECIFIED ? "" : v1::Interruption_Name(t.interruption));
-  sqlite3_bind_int64(st, 27, t.id);
+  BindText(st, 26, InterruptionText(t.interruption));
+  sqlite3_bind_int(st, 27, t.segment);
+  BindOptTime(st, 28, t.segment_started_at);
+  sqlite3_bind_double(st, 29, t.gpu_seconds);
+  BindText(st, 30, SegmentsToJson(t.segments));
+  sqlite3_bind_int64(st, 31, t.id);
 }
 
 absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
@@ -546,13 +601,15 @@ absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
       insert ? "INSERT INTO trials(sweep_id, number, state, params_json, step, last_metrics_json,"
                " objective, created_at, started_at, ended_at, exit_code, term_signal, message,"
                " backend_id, trial_dir, attempt, retry_of, token, report_count, gpus,"
-               " infra_failure, parent, lineage, stop_state, stop_reason, interruption, id)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " infra_failure, parent, lineage, stop_state, stop_reason, interruption, segment,"
+               " segment_started_at, gpu_seconds, segments_json, id)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
              : "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?,"
                " last_metrics_json=?, objective=?, created_at=?, started_at=?, ended_at=?,"
                " exit_code=?, term_signal=?, message=?, backend_id=?, trial_dir=?, attempt=?,"
                " retry_of=?, token=?, report_count=?, gpus=?, infra_failure=?, parent=?,"
-               " lineage=?, stop_state=?, stop_reason=?, interruption=? WHERE id=?");
+               " lineage=?, stop_state=?, stop_reason=?, interruption=?, segment=?,"
+               " segment_started_at=?, gpu_seconds=?, segments_json=? WHERE id=?");
   if (st == nullptr) return Error(insert ? "preparing trial insert" : "preparing trial update");
   BindTrial(st, t);
   if (sqlite3_step(st) != SQLITE_DONE) {
@@ -670,7 +727,8 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
       "SELECT id, sweep_id, number, state, params_json, step, last_metrics_json, objective,"
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
       " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage,"
-      " stop_state, stop_reason, interruption FROM trials"
+      " stop_state, stop_reason, interruption, segment, segment_started_at, gpu_seconds,"
+      " segments_json FROM trials"
       " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
@@ -686,6 +744,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     try {
       t.params = ParamsFromJson(json::parse(Text(st, 4)));
       t.last_metrics = json::parse(Text(st, 6)).get<std::map<std::string, double>>();
+      t.segments = SegmentsFromJson(json::parse(Text(st, 30)));
     } catch (const json::exception& e) {
       return absl::InternalError(
           absl::StrCat("trial ", t.id, " in ", path_, " is corrupt: ", e.what()));
@@ -710,7 +769,10 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     t.lineage = sqlite3_column_int64(st, 23);
     if (std::string stop = Text(st, 24); !stop.empty()) v1::TrialState_Parse(stop, &t.stop_state);
     t.stop_reason = Text(st, 25);
-    if (std::string why = Text(st, 26); !why.empty()) v1::Interruption_Parse(why, &t.interruption);
+    t.interruption = InterruptionFromText(Text(st, 26));
+    t.segment = sqlite3_column_int(st, 27);
+    if (auto v = OptReal(st, 28)) t.segment_started_at = FromUnix(*v);
+    t.gpu_seconds = sqlite3_column_double(st, 29);
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

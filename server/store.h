@@ -48,6 +48,19 @@ struct SweepRecord {
   std::string owner;  // the user who submitted it (see server/auth.h)
 };
 
+// One run of a trial that an interruption ended: a resumable trial continues as its next
+// segment, from its checkpoint (see SweepSpec::checkpoint).
+struct SegmentRecord {
+  int number = 1;
+  absl::Time started_at;
+  absl::Time ended_at;
+  std::string backend_id;
+  std::string gpus;
+  double gpu_seconds = 0;  // its run time x the GPUs it held
+  v1::Interruption interruption = v1::INTERRUPTION_UNSPECIFIED;
+  std::string message;
+};
+
 struct TrialRecord {
   int64_t id = 0;
   int64_t sweep_id = 0;
@@ -78,6 +91,13 @@ struct TrialRecord {
   v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;
   std::string stop_reason;
   v1::Interruption interruption = v1::INTERRUPTION_UNSPECIFIED;  // LOST: what took it
+  // Resumable trials run in segments: the current one (1 until an interruption), when it
+  // started, the GPU-seconds of the ended ones (of all once the trial ended), and those that
+  // interruptions ended, oldest first.
+  int segment = 1;
+  std::optional<absl::Time> segment_started_at;
+  double gpu_seconds = 0;
+  std::vector<SegmentRecord> segments;
 };
 
 struct ReportRecord {

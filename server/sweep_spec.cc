@@ -40,6 +40,9 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 }
 
 // Walks the YAML tree, collecting "file:line:col: message" errors.
+// "SIGUSR1", "USR1", "usr1" or a number.
+std::optional<int> SignalNumber(const std::string& text);
+
 class Parser {
  public:
   Parser(std::string source, std::string base_dir)
@@ -175,6 +178,9 @@ class Parser {
   void Algorithm(const YAML::Node& node, SweepSpec& spec);
   void Slurm(const YAML::Node& node, SweepSpec& spec);
   void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
+  void Checkpoint(const YAML::Node& node, SweepSpec& spec);
+  // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
+  void CheckTimes(const YAML::Node& root, const SweepSpec& spec);
   void Top(const YAML::Node& root, SweepSpec& spec);
   // The sampler Top built to check the spec against it (set once it parsed without errors).
   std::unique_ptr<algorithms::Sampler>& sampler() { return sampler_; }
@@ -402,7 +408,8 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
 
 void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "resources")) return;
-  CheckKeys(node, "resources", {"gpus", "gpus_per_task", "cpus", "nodes", "tasks_per_node"});
+  CheckKeys(node, "resources",
+            {"gpus", "gpus_per_task", "cpus", "nodes", "tasks_per_node", "time_limit"});
   auto& r = spec.resources;
   if (const YAML::Node g = node["gpus"]) {
     static const std::regex kRef(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
@@ -467,9 +474,48 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
     r.gpus = r.gpus_per_task * r.tasks_per_node;
     spec.gpu_options = {r.gpus};
   }
+  if (const YAML::Node t = node["time_limit"]) {
+    if (std::optional<absl::Duration> d = Duration(t, "resources time_limit")) {
+      if (*d < absl::Minutes(1)) {
+        Error(t, "resources time_limit must be at least 1m (Slurm counts time limits in minutes)");
+      } else {
+        r.time_limit = absl::Minutes(std::ceil(absl::ToDoubleMinutes(*d)));
+      }
+    }
+  }
 }
 
-// "SIGUSR1", "USR1", "usr1" or a number.
+void Parser::Checkpoint(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "checkpoint")) return;
+  CheckKeys(node, "checkpoint", {"signal", "grace", "max_segments"});
+  Checkpointing& c = spec.checkpoint;
+  c.resumable = true;
+  if (const YAML::Node s = node["signal"]) {
+    std::string sig = String(s, "checkpoint signal").value_or("");
+    if (std::optional<int> n = SignalNumber(sig); n && *n != SIGKILL) {
+      c.signal = *n;
+    } else {
+      Error(s, absl::StrCat("checkpoint signal must be a signal a trial can catch, like SIGUSR1, "
+                            "not '",
+                            sig, "'"));
+    }
+  }
+  if (const YAML::Node g = node["grace"]) {
+    if (std::optional<absl::Duration> d = Duration(g, "checkpoint grace")) {
+      // Slurm's --signal takes at most 65535 seconds.
+      if (*d < absl::Seconds(1) || *d > absl::Seconds(65535)) {
+        Error(g, "checkpoint grace must be between 1s and 18h");
+      } else {
+        c.grace = *d;
+      }
+    }
+  }
+  if (const YAML::Node m = node["max_segments"]) {
+    c.max_segments =
+        static_cast<int>(Integer(m, "checkpoint max_segments", 1, 100'000).value_or(100));
+  }
+}
+
 std::optional<int> SignalNumber(const std::string& text) {
   static const std::map<std::string, int> kSignals = {
       {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
@@ -712,6 +758,33 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
+void Parser::CheckTimes(const YAML::Node& root, const SweepSpec& spec) {
+  const backend::Placement& p = spec.placement;
+  if (p.time_limit_minutes <= 0) return;
+  absl::Duration limit = absl::Minutes(p.time_limit_minutes);
+  const YAML::Node slurm = root["slurm"];
+  if (p.mode == "steps" && spec.resources.time_limit > limit) {
+    Error(root["resources"]["time_limit"],
+          absl::StrCat("resources time_limit (", absl::FormatDuration(spec.resources.time_limit),
+                       ") exceeds slurm time_limit (", absl::FormatDuration(limit),
+                       "): no allocation would hold a trial"));
+  }
+  if (p.mode == "jobs" && spec.resources.time_limit > absl::ZeroDuration()) {
+    Error(slurm["time_limit"],
+          "in jobs mode a trial's job has one time limit: give resources time_limit or slurm "
+          "time_limit, not both");
+  }
+  absl::Duration segment = spec.resources.time_limit > absl::ZeroDuration()
+                               ? std::min(spec.resources.time_limit, limit)
+                               : limit;
+  if (spec.checkpoint.resumable && spec.checkpoint.grace >= segment) {
+    Error(root["checkpoint"]["grace"] ? root["checkpoint"]["grace"] : root["checkpoint"],
+          absl::StrCat("checkpoint grace (", absl::FormatDuration(spec.checkpoint.grace),
+                       ") must be shorter than the time limit (", absl::FormatDuration(segment),
+                       "): a trial would be told to checkpoint before it started"));
+  }
+}
+
 void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (!root.IsMap()) {
     Error(root, "a sweep file must be a mapping with at least parameters, objective and command");
@@ -720,7 +793,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   CheckKeys(root, "the sweep",
             {"name", "parameters", "objective", "command", "pass_params", "env", "workdir",
              "budget", "resources", "slurm", "algorithm", "early_stopping", "seed", "fom_regex",
-             "stop_grace", "stop_signal", "max_retries"});
+             "stop_grace", "stop_signal", "max_retries", "checkpoint"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -800,6 +873,8 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (root["max_retries"])
     spec.max_retries =
         static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
+  if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
+  CheckTimes(root, spec);
 
   if (!errors_.empty()) return;
   auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);

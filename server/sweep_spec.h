@@ -35,6 +35,18 @@ struct Budget {
   std::optional<absl::Duration> wall_time;
 };
 
+// The `checkpoint:` section: the sweep's trials are resumable. A trial an interruption takes (a
+// time limit, a preemption, a node failure) continues from its checkpoint as its next segment:
+// the same trial, id, curve and early-stopping rung.
+struct Checkpointing {
+  bool resumable = false;  // the section is there
+  int signal = SIGUSR1;    // what tells a trial to checkpoint and exit
+  // How long before its allocation or job ends a trial gets the signal: what it needs to write
+  // its checkpoint and exit.
+  absl::Duration grace = absl::Minutes(2);
+  int max_segments = 100;  // a trial interrupted more often than this ends LOST
+};
+
 struct SweepSpec {
   std::string name;
   std::string source;    // file name, for messages
@@ -58,10 +70,11 @@ struct SweepSpec {
   absl::Duration stop_grace = absl::Seconds(10);
   int stop_signal = 15;  // SIGTERM; what a stopped trial gets before the grace period
   int max_retries = 2;   // retries of trials the infrastructure lost
+  Checkpointing checkpoint;
 
   // The argv of one trial: placeholders filled, flags appended.
-  // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch),
-  // {checkpoint_out} is <trial_dir>/checkpoint.
+  // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch; its own
+  // checkpoint for a resumed segment), {checkpoint_out} is <trial_dir>/checkpoint.
   std::vector<std::string> RenderCommand(const algorithms::Params& params, int64_t trial_id,
                                          int64_t trial_number, int64_t sweep_id,
                                          const std::string& trial_dir,

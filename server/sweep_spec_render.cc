@@ -1,6 +1,7 @@
 // What a parsed sweep spec says: a trial's argv and resources, the sweep's trial limit and its
 // summary. The parsing is in sweep_spec.cc.
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,6 +99,16 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
   if (resources.nodes > 1 || resources.tasks_per_node > 1) {
     absl::StrAppend(&out, ", ", resources.nodes, " node(s) x ", resources.tasks_per_node,
                     " task(s)");
+  }
+  if (resources.time_limit > absl::ZeroDuration()) {
+    absl::StrAppend(&out, ", at most ", absl::FormatDuration(resources.time_limit), " each");
+  }
+  if (checkpoint.resumable) {
+    const char* sig = sigabbrev_np(checkpoint.signal);
+    absl::StrAppend(&out, "\nresumable: SIG", sig != nullptr ? sig : "?", " ",
+                    absl::FormatDuration(checkpoint.grace),
+                    " before an allocation or job ends; continued from {checkpoint_in} up to ",
+                    checkpoint.max_segments, " segments");
   }
   if (placement.mode == "steps") {
     const backend::AllocationShape& a = placement.allocation;

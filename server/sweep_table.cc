@@ -1,5 +1,6 @@
 #include "server/sweep_table.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "hpo/v1/states.h"
@@ -7,6 +8,20 @@
 namespace hpo::server {
 
 bool SweepRuntime::Final() const { return v1::IsFinal(rec.state); }
+
+int SweepRuntime::TrialGpus(const TrialRecord& trial) const {
+  backend::Resources r = spec().TrialResources(trial.params);
+  return r.gpus * r.nodes;
+}
+
+double SweepRuntime::GpuSeconds(const TrialRecord& trial, absl::Time now) const {
+  double total = trial.gpu_seconds;
+  if (!v1::IsFinal(trial.state) && trial.state == v1::TRIAL_STATE_RUNNING &&
+      trial.segment_started_at) {
+    total += absl::ToDoubleSeconds(now - *trial.segment_started_at) * TrialGpus(trial);
+  }
+  return total;
+}
 
 bool SweepRuntime::MoreToCreate() const {
   return !retries.empty() || (!exhausted && (plan.limit == 0 || sampled < plan.limit));
@@ -37,7 +52,16 @@ TrialRuntime& SweepTable::AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRun
                            rec.parent, rec.lineage, sweep.plan.keeps_curves ? &t.curve : nullptr});
   sweep.objectives.push_back(algorithms::ObjectiveColumn(sweep.history.back()));
   sweep.trials.push_back(std::move(trial));
+  if (v1::IsFinal(rec.state)) NoteRunTime(sweep, rec);
   return t;
+}
+
+void SweepTable::NoteRunTime(SweepRuntime& sweep, const TrialRecord& rec) {
+  if (rec.state != v1::TRIAL_STATE_COMPLETED || rec.segment != 1 || !rec.started_at ||
+      !rec.ended_at) {
+    return;
+  }
+  sweep.longest_completed = std::max(sweep.longest_completed, *rec.ended_at - *rec.started_at);
 }
 
 void SweepTable::MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial) {
@@ -47,6 +71,7 @@ void SweepTable::MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial) {
   h.finished = true;
   h.objective = trial.rec.objective;
   sweep.objectives[n] = algorithms::ObjectiveColumn(h);
+  NoteRunTime(sweep, trial.rec);
 }
 
 bool SweepTable::AllEnded() const {

@@ -63,7 +63,10 @@ struct SweepRuntime {
   int64_t dirs_requested = 0;
   std::map<int64_t, absl::Status> dirs_made;
   int64_t failed = 0;  // trials FAILED by their own fault
-  int64_t best = -1;   // number of the best finished trial
+  // The longest run of a trial that completed in one segment: how long a trial that cannot
+  // resume must be able to run where it starts. Zero until one completed.
+  absl::Duration longest_completed = absl::ZeroDuration();
+  int64_t best = -1;  // number of the best finished trial
 
   const SweepSpec& spec() const { return plan.spec; }
   bool Final() const;
@@ -71,6 +74,10 @@ struct SweepRuntime {
   // More trials to create: retries, or the sampler within the limit.
   bool MoreToCreate() const;
   TrialRuntime& trial(int64_t number) { return *trials[static_cast<size_t>(number)]; }
+  // The GPUs a trial of this sweep holds while it runs (per node x nodes).
+  int TrialGpus(const TrialRecord& trial) const;
+  // A trial's GPU-seconds over its segments, the running one up to `now`.
+  double GpuSeconds(const TrialRecord& trial, absl::Time now) const;
 };
 
 class SweepTable {
@@ -81,13 +88,15 @@ class SweepTable {
   // Appends a trial (its record's number is the next one) and its history entry, finished with
   // its objective when its record is in a final state.
   TrialRuntime& AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRuntime> trial);
-  // The trial ended: the sampler sees it finished, with its objective.
+  // The trial ended: the sampler sees it finished, with its objective, and a completed trial's
+  // run time counts toward the sweep's longest.
   static void MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial);
   const std::map<int64_t, std::unique_ptr<SweepRuntime>>& sweeps() const { return sweeps_; }
   // True when no sweep is RUNNING or PAUSED.
   bool AllEnded() const;
 
  private:
+  static void NoteRunTime(SweepRuntime& sweep, const TrialRecord& rec);
   std::map<int64_t, std::unique_ptr<SweepRuntime>> sweeps_;
   std::unordered_map<int64_t, std::pair<SweepRuntime*, TrialRuntime*>> trials_by_id_;
 };

@@ -145,7 +145,7 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
       continue;
     }
     if (blocked ||
-        !backend_.CanLaunch(sweep.rec.id, spec.TrialResources(t.rec.params), spec.placement)) {
+        !backend_.CanLaunch(sweep.rec.id, TrialResources(sweep, t.rec), spec.placement)) {
       sweep.pending.push_back(number);
       if (sweep.pending.size() == 1 && clock_.Now() - t.rec.created_at > kBackfillLimit) {
         blocked = true;
@@ -160,8 +160,10 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   // asked for ahead, so they are usually made already.
   RequestDirsAhead(sweep);
   PollFiles();
+  backend::Resources smallest = spec.MinResources();
+  smallest.needs = Needs(sweep);
   while (sweep.active < spec.budget.max_concurrent && sweep.preparing == 0 &&
-         backend_.CanLaunch(sweep.rec.id, spec.MinResources(), spec.placement)) {
+         backend_.CanLaunch(sweep.rec.id, smallest, spec.placement)) {
     if (!CreateTrial(sweep)) break;
   }
   if (!sweep.MoreToCreate() && sweep.active == 0) {
@@ -225,8 +227,7 @@ bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
   PrepareFiles(sweep, trial);
   if (v1::IsFinal(trial.rec.state)) return true;
   if (trial.files == TrialRuntime::Files::kReady &&
-      backend_.CanLaunch(sweep.rec.id, sweep.spec().TrialResources(rec.params),
-                         sweep.spec().placement)) {
+      backend_.CanLaunch(sweep.rec.id, TrialResources(sweep, rec), sweep.spec().placement)) {
     LaunchPending(sweep, trial);
   } else {
     sweep.pending.push_back(trial.rec.number);
@@ -306,8 +307,11 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
   backend::LaunchSpec launch;
   launch.trial_id = rec.id;
   launch.sweep_id = sweep.rec.id;
+  // A resumed segment continues from its own checkpoint; a PBT trial's first, from its parent's.
   std::string checkpoint_in;
-  if (rec.parent >= 0 && static_cast<size_t>(rec.parent) < sweep.trials.size()) {
+  if (rec.segment > 1) {
+    checkpoint_in = dir.checkpoint();
+  } else if (rec.parent >= 0 && static_cast<size_t>(rec.parent) < sweep.trials.size()) {
     checkpoint_in =
         layout::TrialDir(sweep.trials[static_cast<size_t>(rec.parent)]->rec.trial_dir).checkpoint();
   }
@@ -315,9 +319,14 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
                                    checkpoint_in);
   launch.workdir = spec.workdir;
   launch.trial_dir = rec.trial_dir;
-  launch.resources = spec.TrialResources(rec.params);
+  launch.resources = TrialResources(sweep, rec);
   launch.placement = spec.placement;
   launch.stop_signal = spec.stop_signal;
+  launch.segment = rec.segment;
+  if (spec.checkpoint.resumable) {
+    launch.checkpoint_signal = spec.checkpoint.signal;
+    launch.checkpoint_grace = spec.checkpoint.grace;
+  }
   launch.env = spec.env;
   launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
   if (!options_.tls_ca.empty()) launch.env["HPO_TLS_CA"] = options_.tls_ca;
@@ -328,6 +337,7 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
   launch.env["HPO_TRIAL_DIR"] = rec.trial_dir;
   launch.env["HPO_CHECKPOINT_IN"] = checkpoint_in;
   launch.env["HPO_CHECKPOINT_OUT"] = dir.checkpoint();
+  launch.env["HPO_SEGMENT"] = std::to_string(rec.segment);
   // hpo-shim (or a Slurm job's script) writes it into the trial directory as params.json before
   // the command starts.
   launch.env["HPO_PARAMS_JSON"] = ParamsToJsonText(rec.params);
@@ -338,6 +348,20 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
     launch.env["PATH"] = options_.hpo_bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin");
   }
   return launch;
+}
+
+absl::Duration TrialLifecycle::Needs(const SweepRuntime& sweep) {
+  const SweepSpec& spec = sweep.spec();
+  if (spec.checkpoint.resumable) return absl::ZeroDuration();  // it continues elsewhere
+  if (spec.resources.time_limit > absl::ZeroDuration()) return spec.resources.time_limit;
+  return sweep.longest_completed;
+}
+
+backend::Resources TrialLifecycle::TrialResources(const SweepRuntime& sweep,
+                                                  const TrialRecord& rec) {
+  backend::Resources r = sweep.spec().TrialResources(rec.params);
+  r.needs = Needs(sweep);
+  return r;
 }
 
 bool TrialLifecycle::LaunchPending(SweepRuntime& sweep, TrialRuntime& trial) {
@@ -363,7 +387,10 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
   TrialRecord& rec = trial->rec;
   switch (e.kind) {
     case backend::BackendEvent::Kind::kStarted:
-      if (rec.state != v1::TRIAL_STATE_RUNNING) rec.started_at = e.time;  // else re-adopted
+      if (rec.state != v1::TRIAL_STATE_RUNNING) {  // else re-adopted
+        if (!rec.started_at) rec.started_at = e.time;
+        rec.segment_started_at = e.time;
+      }
       rec.state = v1::TRIAL_STATE_RUNNING;
       rec.backend_id = e.backend_id;
       rec.gpus = e.gpus;
@@ -396,6 +423,8 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
     case backend::BackendEvent::Kind::kLost:
       if (trial->stop_requested()) {
         EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+      } else if (e.interruption != backend::Interruption::kNone && MayResume(*sweep, *trial)) {
+        NextSegment(*sweep, *trial, ToProto(e.interruption), e.message, e.time);
       } else {
         rec.infra_failure = true;
         rec.interruption = ToProto(e.interruption);
@@ -411,6 +440,10 @@ void TrialLifecycle::EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::Tria
   rec.state = state;
   rec.message = std::move(message);
   rec.ended_at = clock_.Now();
+  if (std::optional<absl::Time> start = SegmentStart(rec)) {
+    rec.gpu_seconds += SegmentGpuSeconds(sweep, rec, *start, *rec.ended_at);
+  }
+  rec.segment_started_at.reset();
   --sweep.active;
   sweep.pending.erase(std::remove(sweep.pending.begin(), sweep.pending.end(), rec.number),
                       sweep.pending.end());
@@ -430,6 +463,52 @@ void TrialLifecycle::EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::Tria
                                "); last: trial ", rec.id, " ", rec.message));
     }
   }
+}
+
+std::optional<absl::Time> TrialLifecycle::SegmentStart(const TrialRecord& rec) {
+  if (rec.segment_started_at) return rec.segment_started_at;
+  if (rec.segment == 1 && rec.started_at) return rec.started_at;  // stored before segments
+  return std::nullopt;
+}
+
+double TrialLifecycle::SegmentGpuSeconds(const SweepRuntime& sweep, const TrialRecord& rec,
+                                         absl::Time start, absl::Time end) {
+  return std::max(0.0, absl::ToDoubleSeconds(end - start)) * sweep.TrialGpus(rec);
+}
+
+bool TrialLifecycle::MayResume(const SweepRuntime& sweep, const TrialRuntime& trial) const {
+  const Checkpointing& c = sweep.spec().checkpoint;
+  return c.resumable && trial.rec.segment < c.max_segments && !sweep.Ending() && !sweep.Final();
+}
+
+void TrialLifecycle::NextSegment(SweepRuntime& sweep, TrialRuntime& trial, v1::Interruption why,
+                                 const std::string& message, absl::Time at) {
+  TrialRecord& rec = trial.rec;
+  SegmentRecord seg;
+  seg.number = rec.segment;
+  seg.started_at = SegmentStart(rec).value_or(at);
+  seg.ended_at = at;
+  seg.backend_id = rec.backend_id;
+  seg.gpus = rec.gpus;
+  seg.gpu_seconds = SegmentGpuSeconds(sweep, rec, seg.started_at, at);
+  seg.interruption = why;
+  seg.message = message;
+  spdlog::info("trial {}: segment {} ended ({}); it continues from its checkpoint", rec.id,
+               seg.number, message);
+  rec.gpu_seconds += seg.gpu_seconds;
+  rec.segments.push_back(std::move(seg));
+  ++rec.segment;
+  rec.segment_started_at.reset();
+  rec.state = v1::TRIAL_STATE_PENDING;
+  rec.backend_id.clear();
+  rec.gpus.clear();
+  rec.exit_code = 0;
+  rec.term_signal = 0;
+  rec.message = absl::StrCat("segment ", rec.segment - 1, " interrupted (",
+                             v1::InterruptionName(why), "); it continues from its checkpoint");
+  // It goes first: it holds its place in the sweep already.
+  sweep.pending.push_front(rec.number);
+  SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
 }
 
 void TrialLifecycle::UpdateBest(SweepRuntime& sweep, const TrialRuntime& trial) {
@@ -539,6 +618,12 @@ void TrialLifecycle::EndAllLost() {
     for (auto& t : sweep->trials) {
       if (v1::IsFinal(t->rec.state)) continue;
       backend_.Reclaim(t->rec.id, t->rec.backend_id);
+      if (t->rec.state == v1::TRIAL_STATE_RUNNING && !t->stop_requested() &&
+          MayResume(*sweep, *t)) {
+        NextSegment(*sweep, *t, v1::INTERRUPTION_DAEMON, "hpod stopped while the trial ran",
+                    clock_.Now());
+        continue;
+      }
       t->rec.infra_failure = true;
       t->rec.interruption = v1::INTERRUPTION_DAEMON;
       EndTrial(*sweep, *t, v1::TRIAL_STATE_LOST, "hpod stopped while the trial ran");

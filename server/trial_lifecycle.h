@@ -79,8 +79,16 @@ class TrialLifecycle {
   // What the backend gets to start (or re-adopt) a trial.
   backend::LaunchSpec MakeLaunchSpec(const SweepRuntime& sweep, const TrialRuntime& trial) const;
   // Daemon shutdown: every trial that has not ended is reclaimed and marked LOST ("hpod
-  // stopped"), so that the next start retries it.
+  // stopped"), so that the next start retries it; a running resumable one continues from its
+  // checkpoint at the next start instead.
   void EndAllLost();
+  // A resumable trial may continue as its next segment after an interruption (the sweep goes
+  // on and the trial has segments left).
+  bool MayResume(const SweepRuntime& sweep, const TrialRuntime& trial) const;
+  // An interruption (`why`, at `at`) ended the trial's segment: it is recorded with its
+  // GPU-seconds, and the trial waits, first in line, to continue from its checkpoint.
+  void NextSegment(SweepRuntime& sweep, TrialRuntime& trial, v1::Interruption why,
+                   const std::string& message, absl::Time at);
 
  private:
   // How long the oldest waiting trial lets smaller ones start before it.
@@ -99,6 +107,15 @@ class TrialLifecycle {
   // A trial without its directory: takes one made ahead, or waits for it (asking if need be).
   void PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial);
   bool LaunchPending(SweepRuntime& sweep, TrialRuntime& trial);
+  // How long a trial of the sweep must be able to run where it starts (Resources::needs): zero
+  // for a resumable one; else its time limit, or the longest a trial of the sweep took.
+  static absl::Duration Needs(const SweepRuntime& sweep);
+  // What the trial asks the backend for, with its needs.
+  static backend::Resources TrialResources(const SweepRuntime& sweep, const TrialRecord& rec);
+  // When the trial's current segment started, if it did.
+  static std::optional<absl::Time> SegmentStart(const TrialRecord& rec);
+  static double SegmentGpuSeconds(const SweepRuntime& sweep, const TrialRecord& rec,
+                                  absl::Time start, absl::Time end);
   void EnforceStops();
   void FinishSweep(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();

@@ -37,9 +37,14 @@ v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool 
   return out;
 }
 
-v1::Trial TrialView(const TrialRuntime& trial) { return ToProto(trial.rec); }
+v1::Trial TrialView(const SweepRuntime& sweep, const TrialRuntime& trial, absl::Time now) {
+  v1::Trial out = ToProto(trial.rec);
+  out.set_gpu_seconds(sweep.GpuSeconds(trial.rec, now));
+  return out;
+}
 
-std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req) {
+std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req,
+                                  absl::Time now) {
   std::vector<const TrialRuntime*> picked;
   for (const auto& t : sweep.trials) {
     if (req.states_size() > 0 &&
@@ -67,7 +72,7 @@ std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrial
   std::vector<v1::Trial> out;
   for (const TrialRuntime* t : picked) {
     if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
-    out.push_back(TrialView(*t));
+    out.push_back(TrialView(sweep, *t, now));
   }
   return out;
 }
@@ -79,7 +84,7 @@ v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::E
   *event.mutable_time() = ToProto(now);
   event.set_sweep_id(sweep.rec.id);
   if (trial != nullptr) {
-    *event.mutable_trial() = TrialView(*trial);
+    *event.mutable_trial() = TrialView(sweep, *trial, now);
   } else {
     *event.mutable_sweep() = SweepView(sweep, backend, false);
   }

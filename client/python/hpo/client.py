@@ -169,7 +169,8 @@ class Sweep:
 
     def trials(self):
         """One row per trial: id, number, state, every parameter, every last metric, objective,
-        step, times, runtime, exit code, backend id."""
+        step, times, runtime, exit code, backend id, segment (a resumable trial's current run),
+        GPU-seconds and the interruptions that ended its earlier segments."""
         import pandas as pd
         rows = []
         for t in self._trials():
@@ -180,7 +181,11 @@ class Sweep:
                         "started_at": _ts(t.started_at), "ended_at": _ts(t.ended_at),
                         "exit_code": t.exit_code if t.HasField("ended_at") else None,
                         "attempt": t.attempt, "backend_id": t.backend_id, "parent": t.parent,
-                        "lineage": t.lineage, "interruption": _interruption(t.interruption),
+                        "lineage": t.lineage, "segment": t.segment,
+                        "gpu_seconds": t.gpu_seconds,
+                        "interruptions": ";".join(_interruption(s.interruption)
+                                                  for s in t.segments),
+                        "interruption": _interruption(t.interruption),
                         "message": t.message})
             rows.append(row)
         df = pd.DataFrame(rows)

@@ -420,6 +420,142 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
 TEST_F(ControllerTest, CrashMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/true); }
 TEST_F(ControllerTest, ShutdownMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/false); }
 
+// A resumable sweep: segment 1 of the first trial ends at a time limit after 4 s, segment 2
+// finishes in 6 s. One GPU per trial.
+constexpr char kResumable[] = "resources: {gpus: 1}\ncheckpoint: {signal: SIGUSR1, grace: 30s}\n";
+
+TEST_F(ControllerTest, ResumableTrialsContinueAsTheirNextSegment) {
+  int launches = 0;
+  script_ = [&](const LaunchSpec&) {
+    SimulatedFate f;
+    f.lost = launches++ == 0;
+    f.run_time = absl::Seconds(f.lost ? 4 : 6);
+    f.interruption = backend::Interruption::kTimeLimit;
+    return f;
+  };
+  // max_failed 0 and max_retries 0: an interruption is neither a failure nor a retry.
+  int64_t id = Submit(Spec(2, 1, std::string(kResumable) + "max_retries: 0\n",
+                           "{metric: loss, direction: minimize}", ", max_failed: 0"));
+  controller().RunOnce();
+  int64_t first = Trials(id)[0].id();
+  ASSERT_TRUE(Report(first, {{"loss", 0.9}}, 1).ok());
+  ASSERT_TRUE(Report(first, {{"loss", 0.8}}, 2).ok());
+  for (int i = 0; i < 5; ++i) {
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
+  }
+  // Segment 2 runs: the same trial, from its own checkpoint, told which segment it is.
+  const auto& launched = daemon_->simulated().launched();
+  ASSERT_EQ(launched.size(), 2u);
+  const LaunchSpec& second = launched[1];
+  EXPECT_EQ(second.trial_id, first);
+  EXPECT_EQ(second.segment, 2);
+  EXPECT_EQ(second.checkpoint_signal, SIGUSR1);
+  EXPECT_EQ(second.checkpoint_grace, absl::Seconds(30));
+  EXPECT_EQ(second.env.at("HPO_SEGMENT"), "2");
+  EXPECT_EQ(second.env.at("HPO_CHECKPOINT_IN"), second.env.at("HPO_CHECKPOINT_OUT"));
+  EXPECT_EQ(launched[0].env.at("HPO_CHECKPOINT_IN"), "");
+  auto mid = Trials(id)[0];
+  EXPECT_EQ(mid.state(), v1::TRIAL_STATE_RUNNING);
+  EXPECT_EQ(mid.segment(), 2);
+  EXPECT_EQ(mid.step(), 2);
+  // The segment repeats step 2 (work since its checkpoint): stored, but the curve keeps 0.8.
+  ASSERT_TRUE(Report(first, {{"loss", 0.85}}, 2).ok());
+  ASSERT_TRUE(Report(first, {{"loss", 0.5}}, 3).ok());
+  RunUntilEnded();
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);  // no retry: the same trial went on
+  const v1::Trial& t = trials[0];
+  EXPECT_EQ(t.state(), v1::TRIAL_STATE_COMPLETED);
+  EXPECT_EQ(t.segment(), 2);
+  EXPECT_EQ(t.step(), 3);
+  EXPECT_EQ(t.report_count(), 4);
+  EXPECT_EQ(t.objective(), 0.5);
+  ASSERT_EQ(t.segments_size(), 1);
+  EXPECT_EQ(t.segments(0).number(), 1);
+  EXPECT_EQ(t.segments(0).interruption(), v1::INTERRUPTION_TIME_LIMIT);
+  EXPECT_DOUBLE_EQ(t.segments(0).gpu_seconds(), 4.0);
+  EXPECT_EQ(t.interruption(), v1::INTERRUPTION_UNSPECIFIED);  // it ended well
+  EXPECT_DOUBLE_EQ(t.gpu_seconds(), 10.0);                    // 4 s + 6 s on one GPU
+  EXPECT_DOUBLE_EQ(trials[1].gpu_seconds(), 6.0);
+  EXPECT_EQ(ReportRows(), 4);
+  // All of it survives a restart: the row, its segments, and the curve without the repeat.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  auto again = Trials(id)[0];
+  EXPECT_EQ(again.segment(), 2);
+  ASSERT_EQ(again.segments_size(), 1);
+  EXPECT_EQ(again.segments(0).interruption(), v1::INTERRUPTION_TIME_LIMIT);
+  EXPECT_DOUBLE_EQ(again.gpu_seconds(), 10.0);
+  EXPECT_EQ(again.objective(), 0.5);
+}
+
+TEST_F(ControllerTest, TrialsOutOfSegmentsEndLost) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.lost = true;
+    f.interruption = backend::Interruption::kPreempted;
+    return f;
+  };
+  int64_t id = Submit(Spec(1, 1,
+                           "resources: {gpus: 1}\ncheckpoint: {max_segments: 3}\n"
+                           "max_retries: 0\n"));
+  RunUntilEnded();
+  auto trials = Trials(id);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].state(), v1::TRIAL_STATE_LOST);
+  EXPECT_EQ(trials[0].segment(), 3);
+  EXPECT_EQ(trials[0].segments_size(), 2);
+  EXPECT_EQ(trials[0].interruption(), v1::INTERRUPTION_PREEMPTED);
+  EXPECT_DOUBLE_EQ(trials[0].gpu_seconds(), 30.0);
+  EXPECT_EQ(daemon_->simulated().launched().size(), 3u);
+}
+
+TEST_F(ControllerTest, ResumableTrialsContinueAfterADaemonRestart) {
+  for (bool crash : {true, false}) {
+    SetUp();
+    script_ = [](const LaunchSpec&) {
+      SimulatedFate f;
+      f.run_time = absl::Seconds(10);
+      return f;
+    };
+    int64_t id = Submit(Spec(1, 1, kResumable));
+    controller().RunOnce();
+    daemon_->clock().Advance(absl::Seconds(3));
+    controller().RunOnce();
+    ASSERT_TRUE(daemon_->Restart(crash, /*lose_trials=*/true).ok());
+    auto after = Trials(id);
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].segment(), 2) << crash;
+    EXPECT_EQ(after[0].segments(0).interruption(), v1::INTERRUPTION_DAEMON);
+    RunUntilEnded();
+    auto trials = Trials(id);
+    ASSERT_EQ(trials.size(), 1u) << crash;
+    EXPECT_EQ(trials[0].state(), v1::TRIAL_STATE_COMPLETED);
+    EXPECT_EQ(daemon_->simulated().launched().back().env.at("HPO_SEGMENT"), "2");
+  }
+}
+
+TEST_F(ControllerTest, TimeLimitIsGivenToTheBackendAndFinishedTrialsSetTheNeed) {
+  int64_t limited = Submit(Spec(1, 1, "resources: {time_limit: 90s}\n"));
+  RunUntilEnded();
+  const LaunchSpec& l = daemon_->simulated().launched().back();
+  EXPECT_EQ(l.resources.time_limit, absl::Minutes(2));  // Slurm counts minutes
+  EXPECT_EQ(l.resources.needs, absl::Minutes(2));
+  EXPECT_EQ(controller().GetSweep(limited)->state(), v1::SWEEP_STATE_COMPLETED);
+  // Without a limit, a trial needs as long as the longest finished one took (10 s here).
+  int64_t open = Submit(Spec(2, 1));
+  RunUntilEnded();
+  const auto& launched = daemon_->simulated().launched();
+  EXPECT_EQ(launched[launched.size() - 2].resources.needs, absl::ZeroDuration());
+  EXPECT_EQ(launched.back().resources.needs, absl::Seconds(10));
+  EXPECT_EQ(controller().GetSweep(open)->state(), v1::SWEEP_STATE_COMPLETED);
+  // A resumable one needs nothing: it continues elsewhere.
+  Submit(Spec(2, 1, kResumable));
+  RunUntilEnded();
+  EXPECT_EQ(daemon_->simulated().launched().back().resources.needs, absl::ZeroDuration());
+}
+
 TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");

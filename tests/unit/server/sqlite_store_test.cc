@@ -266,6 +266,10 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
     EXPECT_EQ(std::get<int64_t>((*trials)[1].params.at("x")), 2);
     EXPECT_EQ(*(*trials)[1].objective, 0.25);
     EXPECT_EQ((*trials)[1].parent, version >= 2 ? 0 : -1);
+    EXPECT_EQ((*trials)[1].stop_reason, version >= 5 ? "asha" : "");
+    EXPECT_EQ((*trials)[1].segment, 1);
+    EXPECT_TRUE((*trials)[1].segments.empty());
+    EXPECT_EQ((*trials)[1].gpu_seconds, 0.0);
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
       auto reports = (*store)->LoadReports(trial);
       ASSERT_TRUE(reports.ok());

@@ -213,6 +213,46 @@ TEST(SweepSpec, SlurmSectionAndStopSignal) {
                   .empty());
 }
 
+TEST(SweepSpec, CheckpointAndTimeLimits) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "checkpoint: {signal: USR2, grace: 90s, max_segments: 7}\n"
+                                     "resources: {time_limit: 61s}\n"
+                                     "slurm: {time_limit: 1h}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_TRUE(r.spec->checkpoint.resumable);
+  EXPECT_EQ(r.spec->checkpoint.signal, SIGUSR2);
+  EXPECT_EQ(r.spec->checkpoint.grace, absl::Seconds(90));
+  EXPECT_EQ(r.spec->checkpoint.max_segments, 7);
+  EXPECT_EQ(r.spec->resources.time_limit, absl::Minutes(2));  // rounded up to minutes
+  // An empty section takes the defaults; without one, trials are not resumable.
+  r = ParseSweepSpec(std::string(kBase) + "checkpoint: {}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->checkpoint.signal, SIGUSR1);
+  EXPECT_EQ(r.spec->checkpoint.grace, absl::Minutes(2));
+  EXPECT_FALSE(ParseSweepSpec(kBase, "s.yaml", "/").spec->checkpoint.resumable);
+
+  auto e = Errors(std::string(kBase) + "checkpoint: {signal: KILL, grace: 0s, max_segments: 0}\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("5:22: checkpoint signal must be a signal a trial can catch"));
+  EXPECT_THAT(e[1], HasSubstr("5:35: checkpoint grace must be between 1s and 18h"));
+  EXPECT_THAT(e[2], HasSubstr("5:53: checkpoint max_segments"));
+  e = Errors(std::string(kBase) + "checkpoint: {grace: 2h}\nslurm: {time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:21: checkpoint grace (2h) must be shorter than the time limit"));
+  e = Errors(std::string(kBase) + "resources: {time_limit: 2h}\nslurm: {time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:25: resources time_limit (2h) exceeds slurm time_limit (1h)"));
+  e = Errors(std::string(kBase) +
+             "resources: {time_limit: 30m}\nslurm: {mode: jobs, time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("6:33: in jobs mode a trial's job has one time limit"));
+  e = Errors(std::string(kBase) + "resources: {time_limit: 20s}\ncheckpoint: [x]\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:25: resources time_limit must be at least 1m"));
+  EXPECT_THAT(e[1], HasSubstr("6:13: checkpoint must be a mapping"));
+}
+
 TEST(SweepSpec, GeneticSettings) {
   ParseResult r = ParseSweepSpec(
       std::string(kBase) +
