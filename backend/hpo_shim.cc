@@ -3,15 +3,18 @@
 //
 //   hpo-shim DIR -- COMMAND [ARGS...]
 //
-// Before starting COMMAND it writes its own pid (the trial's process group, since hpod starts it
-// in a session of its own) to DIR/hpo.pid, and $HPO_PARAMS_JSON (the trial's parameters) to
-// DIR/params.json. When COMMAND ends it writes DIR/hpo.exit:
-// "exit N", "signal N", or "exec ERRNO" when COMMAND could not be started. Then it ends the way
-// COMMAND did (the same exit code, or the same signal), so its parent sees no difference.
+// Before starting COMMAND it removes what an earlier run of the trial (an earlier segment of a
+// resumable trial) left: DIR/hpo.exit and the Slurm task records DIR/.hpo-task.*. It writes its
+// own pid (the trial's process group, since hpod starts it in a session of its own) to
+// DIR/hpo.pid, and $HPO_PARAMS_JSON (the trial's parameters) to DIR/params.json. When COMMAND
+// ends it writes DIR/hpo.exit: "exit N", "signal N", or "exec ERRNO" when COMMAND could not be
+// started, followed by " segment K" ($HPO_SEGMENT, when above 1). Then it ends the way COMMAND
+// did (the same exit code, or the same signal), so its parent sees no difference.
 // Signals sent to the process group reach COMMAND as usual; the shim itself survives every one it
 // can catch, so that it can record the outcome. Only libc is used: it starts in well under a
 // millisecond.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -52,6 +55,20 @@ void WriteSmallFile(const std::string& path, const std::string& content) {
   if (fd >= 0) ::close(fd);
 }
 
+// What an earlier run of the trial left in `dir`: its exit record and its Slurm task records.
+void RemoveEarlierRecords(const hpo::layout::TrialDir& dir) {
+  ::unlink(dir.shim_exit().c_str());
+  DIR* d = ::opendir(dir.path().c_str());
+  if (d == nullptr) return;
+  const size_t prefix = std::strlen(hpo::layout::kTaskRecordPrefix);
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, hpo::layout::kTaskRecordPrefix, prefix) == 0) {
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+  }
+  ::closedir(d);
+}
+
 // Signals the shim outlives: all that end a process by default, except those only a fault raises.
 constexpr int kCaught[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGALRM,
                            SIGPIPE, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPOLL};
@@ -71,7 +88,13 @@ int main(int argc, char** argv) {
   sa.sa_handler = Ignore;
   sigemptyset(&sa.sa_mask);
   for (int sig : kCaught) ::sigaction(sig, &sa, nullptr);
+  RemoveEarlierRecords(dir);
   WriteSmallFile(dir.shim_pid(), std::to_string(::getpid()) + "\n");
+  // " segment K" after the outcome, for the segments after the first.
+  std::string segment;
+  if (const char* s = std::getenv("HPO_SEGMENT"); s != nullptr && std::atoi(s) > 1) {
+    segment = std::string(" segment ") + std::to_string(std::atoi(s));
+  }
   // The trial's parameters, for the command to read (hpod passes them in the environment).
   if (const char* params = std::getenv("HPO_PARAMS_JSON"); params != nullptr && *params != '\0') {
     WriteSmallFile(dir.params(), std::string(params) + "\n");
@@ -115,12 +138,12 @@ int main(int argc, char** argv) {
     char cwd[4096];
     std::fprintf(stderr, "hpod: cannot run '%s' in %s: %s\n", command[0],
                  ::getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "?", std::strerror(exec_errno));
-    WriteSmallFile(dir.shim_exit(), "exec " + std::to_string(exec_errno) + "\n");
+    WriteSmallFile(dir.shim_exit(), "exec " + std::to_string(exec_errno) + segment + "\n");
     return 127;
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    WriteSmallFile(dir.shim_exit(), "signal " + std::to_string(sig) + "\n");
+    WriteSmallFile(dir.shim_exit(), "signal " + std::to_string(sig) + segment + "\n");
     // End by the same signal; the command already dumped core if it was going to.
     struct rlimit no_core {
       0, 0
@@ -135,6 +158,6 @@ int main(int argc, char** argv) {
     return 128 + sig;  // a signal whose default is to be ignored
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-  WriteSmallFile(dir.shim_exit(), "exit " + std::to_string(code) + "\n");
+  WriteSmallFile(dir.shim_exit(), "exit " + std::to_string(code) + segment + "\n");
   return code;
 }

@@ -89,6 +89,7 @@ void LocalBackend::Start(const LaunchSpec& spec, const Grant& grant) {
   child.process.pid = pid;
   child.process.trial_id = spec.trial_id;
   child.process.dir = spec.trial_dir;
+  child.process.segment = spec.segment;
   child.grant = grant;
   BackendEvent started =
       BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, clock_.Now());
@@ -163,6 +164,7 @@ absl::Status LocalBackend::Adopt(const LaunchSpec& spec, const std::string& back
   Child child;
   child.process.trial_id = spec.trial_id;
   child.process.dir = spec.trial_dir;
+  child.process.segment = spec.segment;
   child.process.adopted = true;
   child.stop_signal = spec.stop_signal;
   child.process.pid = ReadShimPid(spec.trial_dir);

@@ -130,12 +130,14 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
 }
 }  // namespace
 
-std::optional<ExitRecord> ReadExitRecord(const std::string& dir) {
+std::optional<ExitRecord> ReadExitRecord(const std::string& dir, int segment) {
   std::optional<std::string> text = ReadSmallFile(layout::TrialDir(dir).shim_exit());
   if (!text) return std::nullopt;
   char kind[16] = {0};
   int value = 0;
-  if (std::sscanf(text->c_str(), "%15s %d", kind, &value) != 2) return std::nullopt;
+  int recorded = 1;  // "exit 0" alone: the first segment's
+  int fields = std::sscanf(text->c_str(), "%15s %d segment %d", kind, &value, &recorded);
+  if (fields < 2 || recorded != segment) return std::nullopt;
   ExitRecord r;
   if (std::strcmp(kind, "exit") == 0) {
     r.exit_code = value;
@@ -211,7 +213,8 @@ TrialProcess::State TrialProcess::Check(ExitRecord* outcome) const {
     if (r == 0) return State::kRunning;
     if (r == pid) {
       *outcome = FromWaitStatus(status);
-      if (std::optional<ExitRecord> shim = ReadExitRecord(dir); shim && shim->exec_errno != 0) {
+      if (std::optional<ExitRecord> shim = ReadExitRecord(dir, segment);
+          shim && shim->exec_errno != 0) {
         outcome->exec_errno = shim->exec_errno;
       }
       return State::kEnded;
@@ -220,7 +223,7 @@ TrialProcess::State TrialProcess::Check(ExitRecord* outcome) const {
   } else if (IsTrialProcess(pid, trial_id)) {
     return State::kRunning;
   }
-  if (std::optional<ExitRecord> shim = ReadExitRecord(dir)) {
+  if (std::optional<ExitRecord> shim = ReadExitRecord(dir, segment)) {
     *outcome = *shim;
     return State::kEnded;
   }

@@ -52,9 +52,9 @@ struct ExitRecord {
   int exec_errno = 0;   // not 0: the command could not be started (exit_code 127)
 };
 ExitRecord FromWaitStatus(int wait_status);
-// What hpo-shim wrote in `dir` (hpo.exit), or nullopt when the command has not ended (or ran
-// without the shim).
-std::optional<ExitRecord> ReadExitRecord(const std::string& dir);
+// What hpo-shim wrote in `dir` (hpo.exit) when segment `segment` of the trial ended, or nullopt
+// when it has not ended (or ran without the shim, or the record is an earlier segment's).
+std::optional<ExitRecord> ReadExitRecord(const std::string& dir, int segment = 1);
 // The pid hpo-shim recorded in `dir` (hpo.pid), or 0.
 pid_t ReadShimPid(const std::string& dir);
 // True when `pid` is alive (not a zombie) and its environment says it runs trial `trial_id`,
@@ -74,6 +74,7 @@ struct TrialProcess {
   int64_t trial_id = 0;
   bool adopted = false;
   std::string dir;
+  int segment = 1;  // which run of the trial (a resumable trial's segment): its exit record
   enum class State { kRunning, kEnded, kVanished };
   // kEnded: `*outcome` says how; kVanished: it is gone and nothing says how it ended.
   State Check(ExitRecord* outcome) const;

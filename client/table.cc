@@ -335,6 +335,7 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["ended_at"] = TimeText(t.ended_at());
     j["runtime_s"] = RuntimeSeconds(t);
     j["segment"] = t.segment();
+    j["segment_started_at"] = TimeText(t.segment_started_at());
     j["gpu_seconds"] = t.gpu_seconds();
     nlohmann::json segments = nlohmann::json::array();
     for (const v1::Segment& seg : t.segments()) {

@@ -8,11 +8,21 @@ Reporting (--report):
         stops early when hpod answers "stop" (exit status 10)
   fom   print `FoM: <val_acc>` lines, for `hpo exec` to parse and report
   none  only print
+
+Checkpoints: --checkpoint-out is written at the end (PBT) and, with --checkpoint-signal, when
+that signal (or SIGTERM) arrives: the program saves its state at the end of the current epoch
+and exits, and a run with --checkpoint-in continues from it (a resumable hpod trial's next
+segment), with the same weights and data order, so that its result is that of an uninterrupted
+run. --total-epochs N trains until epoch N whatever the start; --epoch-seconds stands in for a
+larger model by pausing after each epoch.
 """
 import argparse
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -44,7 +54,19 @@ def main():
                    help="continue from this checkpoint (weights and epoch count; PBT's {checkpoint_in})")
     p.add_argument("--checkpoint-out", default="",
                    help="write a checkpoint here at the end (PBT's {checkpoint_out})")
+    p.add_argument("--checkpoint-signal", default="",
+                   help="on this signal (e.g. USR1) or SIGTERM: checkpoint after the current epoch and exit")
+    p.add_argument("--total-epochs", type=int, default=0,
+                   help="train until this epoch, counting the checkpoint's (instead of --epochs more)")
+    p.add_argument("--epoch-seconds", type=float, default=0.0,
+                   help="pause this long after each epoch (a stand-in for a larger model)")
     a = p.parse_args()
+    told = []
+    if a.checkpoint_signal:
+        name = a.checkpoint_signal.upper()
+        sig = getattr(signal, name if name.startswith("SIG") else "SIG" + name)
+        for s in {sig, signal.SIGTERM}:
+            signal.signal(s, lambda signum, frame: told.append(signum))
     if a.report == "hpo" and "HPO_TRIAL_ID" not in os.environ:
         a.report = "none"
 
@@ -58,13 +80,18 @@ def main():
     w2 = rng.normal(0, 1.0 / np.sqrt(a.hidden), (a.hidden, k))
     b2 = np.zeros(k)
     start = 0
-    if a.checkpoint_in:
+    if a.checkpoint_in and not os.path.exists(a.checkpoint_in + ".npz") and a.total_epochs > 0:
+        print(f"no checkpoint at {a.checkpoint_in} yet; starting from scratch", flush=True)
+    elif a.checkpoint_in:
         ck = np.load(a.checkpoint_in + ".npz") if not a.checkpoint_in.endswith(".npz") else np.load(a.checkpoint_in)
         if ck["w1"].shape != w1.shape:
             print(f"checkpoint {a.checkpoint_in} has {ck['w1'].shape[1]} hidden units, not {a.hidden}", file=sys.stderr)
             return 2
         w1, b1, w2, b2, start = ck["w1"], ck["b1"], ck["w2"], ck["b2"], int(ck["epoch"])
-        rng = np.random.default_rng(a.seed + start)
+        if "rng" in ck:  # the shuffling goes on exactly where it stopped
+            rng.bit_generator.state = json.loads(str(ck["rng"]))
+        else:
+            rng = np.random.default_rng(a.seed + start)
         print(f"continuing from {a.checkpoint_in} at epoch {start}", flush=True)
     act = (lambda z: np.maximum(z, 0)) if a.activation == "relu" else np.tanh
     dact = (lambda z, h: (z > 0).astype(float)) if a.activation == "relu" else (lambda z, h: 1 - h * h)
@@ -78,7 +105,14 @@ def main():
         pr /= pr.sum(axis=1, keepdims=True)
         return z, h, pr
 
-    for epoch in range(start + 1, start + a.epochs + 1):
+    def save(epoch):
+        if a.checkpoint_out:
+            np.savez(a.checkpoint_out + ".tmp.npz", w1=w1, b1=b1, w2=w2, b2=b2, epoch=epoch,
+                     rng=json.dumps(rng.bit_generator.state))
+            os.replace(a.checkpoint_out + ".tmp.npz", a.checkpoint_out + ".npz")
+
+    last = a.total_epochs if a.total_epochs > 0 else start + a.epochs
+    for epoch in range(start + 1, last + 1):
         order = rng.permutation(len(yt))
         for i in range(0, len(order), a.batch):
             idx = order[i:i + a.batch]
@@ -106,16 +140,23 @@ def main():
         if a.report == "fom":
             print(f"FoM: {val_acc:.6f}", flush=True)
         elif a.report == "hpo":
-            r = subprocess.run(["hpo", "report", "--step", str(epoch),
-                                f"val_acc={val_acc}", f"val_loss={val_loss}"])
+            report = ["hpo", "report", "--step", str(epoch), f"val_acc={val_acc}", f"val_loss={val_loss}"]
+            r = subprocess.run(report)
+            if r.returncode < 0 and told:  # the checkpoint signal reached `hpo report` too
+                r = subprocess.run(report)
             if r.returncode == 10:
                 print("hpod asked to stop; exiting", flush=True)
                 return 0
             if r.returncode != 0:
                 print(f"hpo report failed with status {r.returncode}", file=sys.stderr, flush=True)
                 return 2
-    if a.checkpoint_out:
-        np.savez(a.checkpoint_out + ".npz", w1=w1, b1=b1, w2=w2, b2=b2, epoch=start + a.epochs)
+        if a.epoch_seconds > 0 and epoch < last and not told:
+            time.sleep(a.epoch_seconds)
+        if told and epoch < last:
+            save(epoch)
+            print(f"signal {told[0]}: checkpointed at epoch {epoch}; exiting", flush=True)
+            return 0
+    save(last)
     return 0
 
 

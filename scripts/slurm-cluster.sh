@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway Slurm cluster on this machine: munge, slurmctld and N slurmd (several "nodes" on
 # one host) with fake GPUs, everything under one directory. For tests and for trying hpod on a
-# workstation. Needs root (fake GPU device files, daemons as root) and Debian's slurmctld, slurmd,
+# workstation. Partition `debug` (the default) is preemptible: a job in partition `urgent` takes
+# its nodes (PreemptMode=CANCEL after GraceTime=10 s). Needs root (fake GPU device files, daemons as root) and Debian's slurmctld, slurmd,
 # slurm-client and munge packages.
 #
 #   scripts/slurm-cluster.sh up [--dir DIR] [--nodes N] [--gpus G] [--cpus C] [--port P]
@@ -103,7 +104,10 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=300
 NodeName=n[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((PORT + 100))-$((PORT + 99 + NODES))] CPUs=$CPUS RealMemory=16000 $gres_line State=UNKNOWN
-PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
+PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime=10
+PartitionName=urgent Nodes=n[1-$NODES] MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF
 EOF
 
   export SLURM_CONF=$CONF
@@ -116,12 +120,12 @@ EOF
   # Wait until every node is idle.
   for _ in $(seq 150); do
     local idle
-    idle=$(sinfo -h -N -o "%N %t" 2>/dev/null | awk '$2 == "idle"' | wc -l)
+    idle=$(sinfo -h -N -o "%N %t" 2>/dev/null | sort -u | awk '$2 == "idle"' | wc -l)
     [ "$idle" -eq "$NODES" ] && break
     sleep 0.2
   done
   local idle
-  idle=$(sinfo -h -N -o "%N %t" 2>/dev/null | awk '$2 == "idle"' | wc -l)
+  idle=$(sinfo -h -N -o "%N %t" 2>/dev/null | sort -u | awk '$2 == "idle"' | wc -l)
   if [ "$idle" -ne "$NODES" ]; then
     sinfo -N 2>&1 >&2 || true
     tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null || true

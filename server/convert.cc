@@ -54,6 +54,7 @@ v1::Trial ToProto(const TrialRecord& rec) {
   out.set_interruption(rec.interruption);
   out.set_segment(rec.segment);
   out.set_gpu_seconds(rec.gpu_seconds);
+  if (rec.segment_started_at) *out.mutable_segment_started_at() = ToProto(*rec.segment_started_at);
   for (const SegmentRecord& seg : rec.segments) {
     v1::Segment& s = *out.add_segments();
     s.set_number(seg.number);

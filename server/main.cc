@@ -100,6 +100,14 @@ int main(int argc, char** argv) {
                              "HPO_DATA_DIR"));
   }
   if (absl::Status s = LockDataDir(data_dir); !s.ok()) return Fail(std::string(s.message()));
+  // Last out: what goes after it (the backend releasing its allocations) still logs.
+  struct LogsLast {
+    bool started = false;
+    ~LogsLast() {
+      if (started) spdlog::info("hpod stopped");
+      spdlog::shutdown();
+    }
+  } logs_last;
   auto token = data_dir.ReadOrCreateToken();
   if (!token.ok()) return Fail(token.status().ToString());
 
@@ -149,7 +157,6 @@ int main(int argc, char** argv) {
   controller.Shutdown(keep_trials);
   ::unlink(data_dir.endpoint_path().c_str());
   ::unlink(data_dir.pid_path().c_str());
-  spdlog::info("hpod stopped");
-  spdlog::shutdown();
+  logs_last.started = true;
   return 0;
 }

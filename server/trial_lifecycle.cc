@@ -352,7 +352,8 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const SweepRuntime& sweep,
 
 absl::Duration TrialLifecycle::Needs(const SweepRuntime& sweep) {
   const SweepSpec& spec = sweep.spec();
-  if (spec.checkpoint.resumable) return absl::ZeroDuration();  // it continues elsewhere
+  // A resumable trial continues elsewhere; it needs time to work, not only to checkpoint.
+  if (spec.checkpoint.resumable) return 2 * spec.checkpoint.grace;
   if (spec.resources.time_limit > absl::ZeroDuration()) return spec.resources.time_limit;
   return sweep.longest_completed;
 }
@@ -443,7 +444,6 @@ void TrialLifecycle::EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::Tria
   if (std::optional<absl::Time> start = SegmentStart(rec)) {
     rec.gpu_seconds += SegmentGpuSeconds(sweep, rec, *start, *rec.ended_at);
   }
-  rec.segment_started_at.reset();
   --sweep.active;
   sweep.pending.erase(std::remove(sweep.pending.begin(), sweep.pending.end(), rec.number),
                       sweep.pending.end());

@@ -107,8 +107,9 @@ class TrialLifecycle {
   // A trial without its directory: takes one made ahead, or waits for it (asking if need be).
   void PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial);
   bool LaunchPending(SweepRuntime& sweep, TrialRuntime& trial);
-  // How long a trial of the sweep must be able to run where it starts (Resources::needs): zero
-  // for a resumable one; else its time limit, or the longest a trial of the sweep took.
+  // How long a trial of the sweep must be able to run where it starts (Resources::needs): twice
+  // its checkpoint grace for a resumable one; else its time limit, or the longest a completed
+  // trial of the sweep took (0 before one did).
   static absl::Duration Needs(const SweepRuntime& sweep);
   // What the trial asks the backend for, with its needs.
   static backend::Resources TrialResources(const SweepRuntime& sweep, const TrialRecord& rec);

@@ -59,8 +59,10 @@ std::string AllocationPool::Name(int64_t sweep_id) const {
   return absl::StrCat("hpo-alloc-", instance_, "-", sweep_id);
 }
 
-std::optional<std::vector<int>> AllocationPool::PickNodes(const Allocation& a, const Resources& r) {
-  if (!a.running || a.gone) return std::nullopt;
+std::optional<std::vector<int>> AllocationPool::PickNodes(const Allocation& a, const Resources& r,
+                                                          absl::Time now) {
+  if (!a.running || a.gone || a.preempted_at != absl::InfinitePast()) return std::nullopt;
+  if (r.needs > absl::ZeroDuration() && a.ends_at - now < r.needs) return std::nullopt;
   std::vector<int> fit;
   for (int i = 0; i < static_cast<int>(a.room.size()); ++i) {
     if (a.room[static_cast<size_t>(i)].Fits(r)) fit.push_back(i);
@@ -81,7 +83,7 @@ AllocationPool::Allocation* AllocationPool::FindRoom(int64_t sweep_id, const Res
                                                      std::vector<int>* nodes) {
   for (auto& [job_id, a] : allocs_) {
     if (a.sweep_id != sweep_id) continue;
-    if (std::optional<std::vector<int>> picked = PickNodes(a, r)) {
+    if (std::optional<std::vector<int>> picked = PickNodes(a, r, clock_.Now())) {
       if (nodes != nullptr) *nodes = std::move(*picked);
       return &a;
     }
@@ -203,8 +205,19 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
     const JobStatus& st = *found->second;
     if (st.state == JobState::kPending) continue;
     if (st.state == JobState::kRunning) {
+      // An administrator may move the end (scontrol update TimeLimit=...).
+      if (st.end_time != absl::InfinitePast()) a.ends_at = st.end_time;
+      if (st.preempt_time != absl::InfinitePast() && a.preempted_at == absl::InfinitePast()) {
+        a.preempted_at = st.preempt_time;
+        spdlog::warn("sweep {}: allocation {} is being preempted", a.sweep_id, job_id);
+      }
       if (a.running) continue;
       a.running = true;
+      if (st.start_time != absl::InfinitePast() && st.submit_time != absl::InfinitePast()) {
+        std::vector<absl::Duration>& waits = waits_[a.sweep_id];
+        waits.push_back(std::max(absl::ZeroDuration(), st.start_time - st.submit_time));
+        if (waits.size() > 3) waits.erase(waits.begin());
+      }
       a.nodes = api_.ExpandHostlist(st.nodes);
       const backend::AllocationShape& shape = a.placement.allocation;
       a.room.assign(a.nodes.size(),
@@ -284,7 +297,7 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
   bool on_its_way = false;
   for (const auto& [job_id, a] : allocs_) {
     if (a.sweep_id != sweep_id || a.gone) continue;
-    ++held;
+    held += !a.ending;
     on_its_way |= !a.running;
   }
   if (on_its_way || held >= placement.allocation.max) return false;
@@ -315,9 +328,54 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
   return true;
 }
 
+absl::Duration AllocationPool::ExpectedWait(int64_t sweep_id) const {
+  auto it = waits_.find(sweep_id);
+  if (it == waits_.end() || it->second.empty()) return absl::ZeroDuration();
+  return *std::max_element(it->second.begin(), it->second.end());
+}
+
+void AllocationPool::NoteCheckpointGrace(int64_t sweep_id, absl::Duration grace) {
+  absl::Duration& g = grace_[sweep_id];
+  g = std::max(g, grace);
+}
+
+std::optional<AllocationPool::Ending> AllocationPool::EndOf(uint32_t job_id) const {
+  auto it = allocs_.find(job_id);
+  if (it == allocs_.end()) return std::nullopt;
+  const Allocation& a = it->second;
+  if (a.preempted_at != absl::InfinitePast()) {
+    return Ending{a.preempted_at, backend::Interruption::kPreempted};
+  }
+  if (a.running && a.ends_at != absl::InfiniteFuture()) {
+    return Ending{a.ends_at, backend::Interruption::kTimeLimit};
+  }
+  return std::nullopt;
+}
+
+bool AllocationPool::ReplaceEnding(absl::Time now) {
+  bool grew = false;
+  for (auto& [job_id, a] : allocs_) {
+    if (a.gone || a.ending || !a.running || a.external || ended_sweeps_.count(a.sweep_id)) {
+      continue;
+    }
+    auto grace = grace_.find(a.sweep_id);
+    absl::Duration lead = ExpectedWait(a.sweep_id) + absl::Seconds(30) +
+                          (grace != grace_.end() ? grace->second : absl::ZeroDuration());
+    bool preempted = a.preempted_at != absl::InfinitePast();
+    if (!preempted && a.ends_at - now > lead) continue;
+    a.ending = true;
+    spdlog::info("sweep {}: allocation {} {}; asking for its replacement", a.sweep_id, job_id,
+                 preempted ? "is being preempted"
+                           : absl::StrCat("ends in ", absl::FormatDuration(absl::Trunc(
+                                                          a.ends_at - now, absl::Seconds(1)))));
+    if (a.steps > 0 || demand_.count(a.sweep_id)) grew |= Grow(a.sweep_id, a.placement, now);
+  }
+  return grew;
+}
+
 bool AllocationPool::Resize() {
   absl::Time now = clock_.Now();
-  bool grew = false;
+  bool grew = ReplaceEnding(now);
   // Grow: one more allocation for a sweep whose trials found no room, when none is on its way.
   for (const auto& [sweep_id, placement] : demand_) {
     if (ended_sweeps_.count(sweep_id)) continue;
@@ -325,12 +383,21 @@ bool AllocationPool::Resize() {
     if (retry != retry_submit_at_.end() && now < retry->second) continue;
     grew |= Grow(sweep_id, placement, now);
   }
-  // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout.
+  // Shrink: an allocation without steps whose sweep has had nothing waiting for idle_timeout,
+  // except a replacement whose sweep still has steps in an ending allocation.
+  std::set<int64_t> moving;
+  for (const auto& [job_id, a] : allocs_) {
+    if (a.ending && a.steps > 0) moving.insert(a.sweep_id);
+  }
   for (auto it = allocs_.begin(); it != allocs_.end();) {
     auto next = std::next(it);
     Allocation& a = it->second;
     if (a.steps == 0 && !a.gone) {
-      if (demand_.count(a.sweep_id) && a.running) {
+      if (moving.count(a.sweep_id) && !a.ending) {
+        a.since = now;  // the replacement waits for the trials of the ending one
+      } else if (demand_.count(a.sweep_id) && a.running && a.ending) {
+        Erase(it, "too little time left for the sweep's waiting trials");
+      } else if (demand_.count(a.sweep_id) && a.running) {
         a.since = now;  // trials wait for a bigger hole than this one has now
       } else if (demand_.count(a.sweep_id) == 0 &&
                  now - a.since >= a.placement.allocation.idle_timeout) {

@@ -13,6 +13,16 @@
 // `allocation.max`; an allocation without steps goes after `allocation.idle_timeout` unless its
 // sweep has a trial waiting; all of a sweep's go once it ended and their last step did.
 //
+// Time: the pool knows when each allocation ends (slurmctld's end time, or the moment
+// preemption began). A step is placed only where the allocation has the time the trial needs
+// (Resources::needs), and never in one being preempted. An allocation is *ending* once it has
+// less left than the sweep's expected queue wait (the longest of the last three waits measured
+// for its allocations) plus its checkpoint grace plus 30 s, or once preemption began: the pool
+// then asks for its replacement, which does not count toward `allocation.max`, so that the
+// trials moving out of it do not wait for one. An ending allocation without steps goes as soon
+// as the sweep's waiting trials do not fit in it; its replacement is not released as idle while
+// it still has steps.
+//
 // Allocation job names are hpo-alloc-<instance>-<sweep>, where <instance> is the data
 // directory's stable id: a restarted daemon takes back those its steps still run in (Adopt)
 // and cancels the rest it left (SweepLeftovers), never another daemon's.
@@ -89,6 +99,18 @@ class AllocationPool {
     backend::Interruption interruption = backend::Interruption::kNone;
   };
   Gone WhyGone(uint32_t job_id) const;
+  // When allocation `job_id` ends and why: its time limit (`at` is the end), or preemption
+  // (`at` is when it began); nullopt while no end is known.
+  struct Ending {
+    absl::Time at;
+    backend::Interruption why = backend::Interruption::kNone;
+  };
+  std::optional<Ending> EndOf(uint32_t job_id) const;
+  // The sweep's trials are told to checkpoint `grace` before their allocation ends: its
+  // replacement is asked for that much earlier.
+  void NoteCheckpointGrace(int64_t sweep_id, absl::Duration grace);
+  // What the pool expects the sweep's next allocation to wait in the queue.
+  absl::Duration ExpectedWait(int64_t sweep_id) const;
   bool empty() const { return allocs_.empty(); }
   // "2 allocation(s) held (1 running)".
   std::string Describe() const;
@@ -117,11 +139,17 @@ class AllocationPool {
     int steps = 0;
     absl::Time since;  // submitted, or idle since
     int polls_missing = 0;
+    absl::Time ends_at = absl::InfiniteFuture();     // while running: slurmctld's end time
+    absl::Time preempted_at = absl::InfinitePast();  // preemption began (GraceTime runs)
+    bool ending = false;  // its replacement was asked for (see above); it counts no more
   };
 
-  // The nodes of `a` where a step with `r` fits now (best fit), or nullopt.
-  static std::optional<std::vector<int>> PickNodes(const Allocation& a,
-                                                   const backend::Resources& r);
+  // The nodes of `a` where a step with `r` fits now (best fit) and has the time it needs, or
+  // nullopt.
+  static std::optional<std::vector<int>> PickNodes(const Allocation& a, const backend::Resources& r,
+                                                   absl::Time now);
+  // Notes the allocations that became ending (see above) and asks for their replacements.
+  bool ReplaceEnding(absl::Time now);
   Allocation* FindRoom(int64_t sweep_id, const backend::Resources& r, std::vector<int>* nodes);
   // Holds the room of an adopted step once its allocation runs.
   void HoldAdopted(Allocation& a, Lease& lease);
@@ -138,6 +166,8 @@ class AllocationPool {
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed
   std::set<int64_t> ended_sweeps_;
+  std::map<int64_t, std::vector<absl::Duration>> waits_;  // by sweep: measured queue waits
+  std::map<int64_t, absl::Duration> grace_;               // by sweep: checkpoint grace
 };
 
 // The holder job of an allocation for a sweep (exposed for tests and CheckFits).

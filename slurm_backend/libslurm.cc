@@ -26,6 +26,8 @@ absl::Status SlurmError(absl::string_view what) {
   return absl::InvalidArgumentError(msg);
 }
 
+absl::Time SlurmTime(time_t t) { return t > 0 ? absl::FromTimeT(t) : absl::InfinitePast(); }
+
 JobState FromSlurm(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
     case JOB_PENDING:
@@ -89,6 +91,12 @@ class Desc {
     if (req.exclusive) d_.shared = JOB_SHARED_NONE;
     if (!req.comment.empty()) d_.comment = Str(req.comment);
     if (!req.licenses.empty()) d_.licenses = Str(req.licenses);
+    if (req.warn_signal > 0) {
+      d_.warn_signal = static_cast<uint16_t>(req.warn_signal);
+      d_.warn_time = req.warn_seconds;
+      d_.warn_flags = KILL_JOB_BATCH;
+    }
+    if (req.append_output) d_.open_mode = OPEN_MODE_APPEND;
     // hpod decides what is retried: a job Slurm requeued after a node failure would run the
     // trial a second time behind hpod's back (and a holder allocation would come back empty).
     d_.requeue = 0;
@@ -142,6 +150,14 @@ class LibSlurm final : public SlurmApi {
       s.exit_code = j.exit_code;
       s.nodes = j.nodes != nullptr ? j.nodes : "";
       s.name = j.name != nullptr ? j.name : "";
+      s.submit_time = SlurmTime(j.submit_time);
+      s.start_time = SlurmTime(j.start_time);
+      s.end_time = SlurmTime(j.end_time);
+      // A running job without a time limit has no end yet.
+      if (s.state == JobState::kRunning && j.time_limit == INFINITE) {
+        s.end_time = absl::InfiniteFuture();
+      }
+      s.preempt_time = SlurmTime(j.preempt_time);
       out.push_back(std::move(s));
     }
     slurm_free_job_info_msg(msg);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace hpo::slurm {
 
@@ -30,6 +31,11 @@ struct JobRequest {
   int64_t memory_mb = 0;            // per node; 0: the site's default
   bool exclusive = false;
   std::string comment, licenses;
+  // Slurm's own warning before the time limit (`sbatch --signal=B:SIG@SECONDS`): the batch
+  // shell gets `warn_signal` `warn_seconds` before the end. 0: none.
+  int warn_signal = 0;
+  uint16_t warn_seconds = 0;
+  bool append_output = false;  // stdout/stderr opened for appending (`--open-mode=append`)
 };
 
 enum class JobState {
@@ -53,6 +59,13 @@ struct JobStatus {
   uint32_t exit_code = 0;  // wait(2) status of the batch script
   std::string nodes;
   std::string name;
+  // slurmctld's times: when the job was submitted, started and ends (for a running job with a
+  // time limit, the time it will be ended; InfiniteFuture when it has none); when preemption
+  // began (with GraceTime the job runs on for a while), if it did. InfinitePast when not known.
+  absl::Time submit_time = absl::InfinitePast();
+  absl::Time start_time = absl::InfinitePast();
+  absl::Time end_time = absl::InfinitePast();
+  absl::Time preempt_time = absl::InfinitePast();
 };
 
 struct StepStatus {

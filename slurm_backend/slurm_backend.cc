@@ -127,9 +127,15 @@ void SlurmBackend::CancelJob(int64_t trial_id, uint32_t job_id) {
   }
 }
 
+std::string SlurmBackend::JobName(const LaunchSpec& spec) {
+  std::string name = absl::StrCat("hpo-", spec.sweep_id, "-", spec.trial_id);
+  if (spec.segment > 1) absl::StrAppend(&name, ".", spec.segment);
+  return name;
+}
+
 JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   JobRequest r;
-  r.name = absl::StrCat("hpo-", spec.sweep_id, "-", spec.trial_id);
+  r.name = JobName(spec);
   // One task: the batch script is the trial. Several tasks (or nodes): the batch script starts
   // them all as one step; every task runs the command, rank 0 ($SLURM_PROCID) is the one to report.
   int tasks = spec.resources.nodes * spec.resources.tasks_per_node;
@@ -163,6 +169,13 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
   r.cpus_per_task = spec.resources.cpus;
   r.gpus_per_node = spec.resources.gpus;
   ApplyPlacement(spec.placement, r);
+  // Every segment (and a retry) adds to the trial's logs.
+  r.append_output = true;
+  if (spec.checkpoint_signal > 0) {
+    r.warn_signal = spec.checkpoint_signal;
+    r.warn_seconds = static_cast<uint16_t>(
+        std::clamp<int64_t>(absl::ToInt64Seconds(spec.checkpoint_grace), 1, 65535));
+  }
   return r;
 }
 
@@ -181,7 +194,7 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
       absl::StrCat("--jobid=", job_id),
       "--exact",
       "--quiet",
-      absl::StrCat("--job-name=hpo-", spec.sweep_id, "-", spec.trial_id),
+      absl::StrCat("--job-name=", JobName(spec)),
       absl::StrCat("--nodes=", r.nodes),
       absl::StrCat("--ntasks=", r.nodes * r.tasks_per_node),
       absl::StrCat("--ntasks-per-node=", r.tasks_per_node),
@@ -194,6 +207,10 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
       "--kill-on-bad-exit=1",
   };
   if (mem_per_cpu_mb > 0) argv.push_back(absl::StrCat("--mem-per-cpu=", mem_per_cpu_mb));
+  if (r.time_limit > absl::ZeroDuration()) {
+    argv.push_back(
+        absl::StrCat("--time=", absl::ToInt64Minutes(absl::Ceil(r.time_limit, absl::Minutes(1)))));
+  }
   argv.insert(argv.end(), {"/bin/sh", "-c", kTaskRecordScript, spec.trial_dir});
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   return argv;
@@ -250,6 +267,9 @@ absl::Status SlurmBackend::Launch(const LaunchSpec& spec) {
   }
   Queued q;
   q.spec = spec;
+  if (spec.placement.mode != "jobs" && spec.checkpoint_signal > 0) {
+    pool_.NoteCheckpointGrace(spec.sweep_id, spec.checkpoint_grace);
+  }
   if (spec.placement.mode != "jobs") {  // a step takes its room in an allocation now
     std::optional<AllocationPool::Placed> placed =
         pool_.Place(spec.trial_id, spec.sweep_id, spec.resources);
@@ -275,12 +295,26 @@ void SlurmBackend::StartJob(const LaunchSpec& spec) {
     LaunchFailed(spec.trial_id, id.status());
     return;
   }
-  Job job;
-  job.job_id = *id;
-  job.stop_signal = spec.stop_signal;
-  jobs_[spec.trial_id] = job;
+  jobs_[spec.trial_id] = NewJob(*id, spec);
   fast_until_ = clock_.Now() + options_.fast_query_window;
   spdlog::debug("trial {}: Slurm job {}", spec.trial_id, *id);
+}
+
+SlurmBackend::Job SlurmBackend::NewJob(uint32_t job_id, const LaunchSpec& spec) {
+  Job job;
+  job.job_id = job_id;
+  job.stop_signal = spec.stop_signal;
+  job.checkpoint_signal = spec.checkpoint_signal;
+  job.checkpoint_grace = spec.checkpoint_grace;
+  job.time_limit = absl::Minutes(spec.placement.time_limit_minutes);
+  return job;
+}
+
+void SlurmBackend::SetCheckpointing(const LaunchSpec& spec, Step& step) {
+  step.name = JobName(spec);
+  step.checkpoint_signal = spec.checkpoint_signal;
+  step.checkpoint_grace = spec.checkpoint_grace;
+  step.time_limit = spec.resources.time_limit;
 }
 
 void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Placed& placed) {
@@ -312,12 +346,14 @@ void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Place
   step.process.pid = spawned->pid;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
+  step.process.segment = spec.segment;
   step.nodelist = absl::StrJoin(placed.nodes, ",");
   step.stderr_path = spawn.stderr_path;
   step.launched = clock_.Now();
   step.stop_signal = spec.stop_signal;
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.tasks_checked = step.launched;
+  SetCheckpointing(spec, step);
   watcher_.Watch(step.process.pid);
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   e.backend_id = StepBackendId(step);
@@ -432,6 +468,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       pool_.Update(by_id);
     }
   }
+  CheckpointSteps();
   ReapSteps(out);
   IdentifySteps(false, out);
   absl::Time now = clock_.Now();
@@ -448,6 +485,47 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   }
   if (pool_.Resize()) fast_until_ = now + options_.fast_query_window;
   return out;
+}
+
+void SlurmBackend::CheckpointSteps() {
+  absl::Time now = clock_.Now();
+  for (auto& [trial_id, step] : steps_) {
+    if (step.checkpoint_signal == 0 || step.stop_requested ||
+        step.interrupted != Interruption::kNone) {
+      continue;
+    }
+    // The first of: the allocation's end (or its preemption, at once), the step's own limit.
+    std::optional<AllocationPool::Ending> end = pool_.EndOf(step.job_id);
+    absl::Time at = absl::InfiniteFuture();
+    Interruption why = Interruption::kNone;
+    std::string what;
+    if (end) {
+      at = end->why == Interruption::kPreempted ? end->at : end->at - step.checkpoint_grace;
+      why = end->why;
+      what = end->why == Interruption::kPreempted
+                 ? absl::StrCat("allocation ", step.job_id, " is being preempted")
+                 : absl::StrCat("allocation ", step.job_id, " ends at its time limit in ",
+                                absl::FormatDuration(absl::Trunc(end->at - now, absl::Seconds(1))));
+    }
+    if (step.time_limit > absl::ZeroDuration() &&
+        step.launched + step.time_limit - step.checkpoint_grace < at) {
+      at = step.launched + step.time_limit - step.checkpoint_grace;
+      why = Interruption::kTimeLimit;
+      what = absl::StrCat("its time limit (", absl::FormatDuration(step.time_limit), ") is near");
+    }
+    if (now < at) continue;
+    step.interrupted = why;
+    spdlog::info("trial {}: {}; telling it to checkpoint (signal {})", trial_id, what,
+                 step.checkpoint_signal);
+    absl::Status s;
+    if (!step.step_id) IdentifySteps(true, events_);
+    if (step.step_id) {
+      s = api_->SignalStep(step.job_id, *step.step_id, step.checkpoint_signal);
+    } else if (::kill(-step.process.pid, step.checkpoint_signal) != 0) {  // srun passes it on
+      s = absl::ErrnoToStatus(errno, "kill");
+    }
+    if (!s.ok()) spdlog::warn("trial {}: cannot signal its step: {}", trial_id, s.ToString());
+  }
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
@@ -468,15 +546,27 @@ namespace {
 
 // What Slurm said ended a step, in the lines slurmstepd writes to its stderr
 // ("*** STEP 12.3 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"); kNone when it said nothing.
-Interruption SlurmSaid(const std::string& tail, uint32_t job_id) {
-  bool step_canceled = absl::StrContains(tail, absl::StrCat("*** STEP ", job_id, ".")) &&
-                       absl::StrContains(tail, "CANCELLED");
-  bool job_canceled = absl::StrContains(tail, absl::StrCat("*** JOB ", job_id, " "));
-  if (!step_canceled && !job_canceled) return Interruption::kNone;
-  if (absl::StrContains(tail, "DUE TO TIME LIMIT")) return Interruption::kTimeLimit;
-  if (absl::StrContains(tail, "DUE TO PREEMPTION")) return Interruption::kPreempted;
-  if (absl::StrContains(tail, "DUE TO NODE FAIL")) return Interruption::kNodeFailure;
-  return Interruption::kCanceledOutside;
+// The log holds every segment of a resumable trial: only the lines about this step (its full
+// id, when known) count.
+Interruption SlurmSaid(const std::string& tail, uint32_t job_id, std::optional<uint32_t> step_id) {
+  std::string step =
+      absl::StrCat("*** STEP ", job_id, ".", step_id ? absl::StrCat(*step_id, " ") : std::string());
+  std::string job = absl::StrCat("*** JOB ", job_id, " ");
+  Interruption said = Interruption::kNone;
+  for (absl::string_view line : absl::StrSplit(tail, '\n')) {
+    bool about_step = absl::StrContains(line, step) && absl::StrContains(line, "CANCELLED");
+    if (!about_step && !absl::StrContains(line, job)) continue;
+    if (absl::StrContains(line, "DUE TO TIME LIMIT")) {
+      said = Interruption::kTimeLimit;
+    } else if (absl::StrContains(line, "DUE TO PREEMPTION")) {
+      said = Interruption::kPreempted;
+    } else if (absl::StrContains(line, "DUE TO NODE FAIL")) {
+      said = Interruption::kNodeFailure;
+    } else if (said == Interruption::kNone) {
+      said = Interruption::kCanceledOutside;
+    }
+  }
+  return said;
 }
 
 const char* Words(Interruption i) {
@@ -514,14 +604,31 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
           absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(outcome->exec_errno));
     }
   }
+  std::optional<AllocationPool::Ending> ending = pool_.EndOf(step.job_id);
+  std::string id =
+      absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
+  if (e.kind == BackendEvent::Kind::kExited && !step.stop_requested &&
+      step.interrupted != Interruption::kNone) {
+    // Told to checkpoint: however it exited, it continues as its next segment.
+    e.kind = BackendEvent::Kind::kLost;
+    e.interruption = step.interrupted;
+    e.message =
+        absl::StrCat("step ", id, " checkpointed and exited ahead of ",
+                     step.interrupted == Interruption::kPreempted ? "its allocation's preemption"
+                                                                  : "a time limit");
+  } else if (e.kind == BackendEvent::Kind::kExited && !step.stop_requested && ending &&
+             ending->why == Interruption::kPreempted && e.exit_code != 0) {
+    // Slurm signals the steps of a preempted allocation itself, before its GraceTime ends.
+    e.kind = BackendEvent::Kind::kLost;
+    e.interruption = Interruption::kPreempted;
+    e.message = absl::StrCat("step ", id, " ended when allocation ", step.job_id, " was preempted");
+  }
   if (e.kind == BackendEvent::Kind::kExited && !step.stop_requested) {
     // Did the trial end by itself, or was it taken away? The allocation's end, or srun's own
     // words, say which; a trial cut short is not done even if it exited 0 on the signal.
     bool truncated = false;
     std::string tail = TailFile(step.stderr_path, 8192, &truncated).value_or("");
-    std::string id =
-        absl::StrCat(step.job_id, ".", step.step_id ? std::to_string(*step.step_id) : "");
-    Interruption said = SlurmSaid(tail, step.job_id);
+    Interruption said = SlurmSaid(tail, step.job_id, step.step_id);
     if (!gone.why.empty() && (e.exit_code != 0 || said != Interruption::kNone)) {
       e.kind = BackendEvent::Kind::kLost;
       e.message = gone.why;
@@ -563,7 +670,7 @@ void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
   for (auto& [trial_id, step] : steps_) {
     if (step.step_id) continue;
     // The name StepArgv gave it.
-    auto found = by_name.find({step.job_id, absl::StrCat("hpo-", step.sweep_id, "-", trial_id)});
+    auto found = by_name.find({step.job_id, step.name});
     if (found == by_name.end()) continue;
     step.step_id = found->second->step_id;
     if (!found->second->nodes.empty()) step.nodelist = found->second->nodes;
@@ -597,6 +704,25 @@ void SlurmBackend::RecordTasks(Step& step, bool force, std::vector<BackendEvent>
   out.push_back(std::move(e));
 }
 
+Interruption SlurmBackend::CheckpointedJob(const Job& job, const JobStatus& st) {
+  if (job.checkpoint_signal == 0) return Interruption::kNone;
+  if (job.preempted_at != absl::InfinitePast() || st.preempt_time != absl::InfinitePast()) {
+    return Interruption::kPreempted;
+  }
+  // Slurm's warning comes checkpoint_grace before the end, up to a minute early (it looks at
+  // time limits periodically): a job that ended since then was told to checkpoint.
+  absl::Time limit_at = job.ends_at;
+  if (limit_at == absl::InfinitePast() && st.start_time != absl::InfinitePast() &&
+      job.time_limit > absl::ZeroDuration()) {
+    limit_at = st.start_time + job.time_limit;
+  }
+  if (limit_at == absl::InfinitePast() || st.end_time == absl::InfinitePast()) {
+    return Interruption::kNone;
+  }
+  absl::Time warned = limit_at - job.checkpoint_grace - absl::Minutes(1);
+  return st.end_time >= warned ? Interruption::kTimeLimit : Interruption::kNone;
+}
+
 void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
                             std::vector<BackendEvent>& out) {
   absl::Time now = clock_.Now();
@@ -627,6 +753,21 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
       e.backend_id = absl::StrCat("slurm:job=", job.job_id, " nodes=", st.nodes);
       out.push_back(e);
     }
+    if (st.state == JobState::kRunning && st.end_time != absl::InfinitePast()) {
+      job.ends_at = st.end_time;
+    }
+    if (st.preempt_time != absl::InfinitePast() && job.preempted_at == absl::InfinitePast()) {
+      job.preempted_at = st.preempt_time;
+      // Slurm warns before a time limit (--signal), not before a preemption: hpod does.
+      if (job.checkpoint_signal > 0 && !job.stop_requested && !ended) {
+        spdlog::info("trial {}: Slurm job {} is being preempted; telling it to checkpoint",
+                     trial_id, job.job_id);
+        if (absl::Status s = api_->Signal(job.job_id, job.checkpoint_signal); !s.ok()) {
+          spdlog::warn("trial {}: cannot signal Slurm job {}: {}", trial_id, job.job_id,
+                       s.ToString());
+        }
+      }
+    }
     if (!ended) {
       if (job.kill_at && now >= *job.kill_at) {
         spdlog::info("trial {}: Slurm job {} did not end within its grace period; canceling",
@@ -656,6 +797,12 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
     switch (st.state) {
       case JobState::kCompleted:
       case JobState::kFailed:
+        if (Interruption why = CheckpointedJob(job, st);
+            why != Interruption::kNone && !job.stop_requested) {
+          lost(why,
+               absl::StrCat(job_name, " checkpointed and exited ahead of ",
+                            why == Interruption::kPreempted ? "its preemption" : "its time limit"));
+        }
         break;
       case JobState::kOutOfMemory:
         e.message = absl::StrCat(job_name, " ran out of memory");

@@ -92,8 +92,14 @@ class SlurmBackend final : public backend::Backend {
   }
   void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 
+  // What the pool expects the sweep's next allocation to wait in the queue (steps mode).
+  absl::Duration ExpectedWait(int64_t sweep_id) const { return pool_.ExpectedWait(sweep_id); }
   // The batch request a trial becomes in jobs mode (exposed for tests).
   static JobRequest Request(const backend::LaunchSpec& spec);
+  // A trial's job (jobs mode) or step name: hpo-<sweep>-<trial>, with ".<segment>" for a
+  // resumed trial's later segments, so that a restart never takes an earlier segment's job for
+  // the current one.
+  static std::string JobName(const backend::LaunchSpec& spec);
   // The holder job of an allocation for a sweep.
   JobRequest AllocationRequest(int64_t sweep_id, const backend::Placement& p) const;
   // The srun command line of a step (exposed for tests and the benchmark).
@@ -109,6 +115,13 @@ class SlurmBackend final : public backend::Backend {
     absl::Duration grace;  // between the stop signal and the cancel
     std::optional<absl::Time> kill_at;
     int polls_missing = 0;
+    // A resumable trial (LaunchSpec::checkpoint_signal): Slurm warns it checkpoint_grace before
+    // its time limit; hpod signals it when preemption begins.
+    int checkpoint_signal = 0;
+    absl::Duration checkpoint_grace;
+    absl::Duration time_limit;                       // the sweep's slurm.time_limit; 0: unknown
+    absl::Time ends_at = absl::InfinitePast();       // slurmctld's end time, while it ran
+    absl::Time preempted_at = absl::InfinitePast();  // preemption began
   };
   struct Step {  // steps mode
     int64_t trial_id = 0;
@@ -126,6 +139,14 @@ class SlurmBackend final : public backend::Backend {
     int tasks = 1;                // its tasks, each of which records itself (StepArgv)
     bool tasks_recorded = false;  // every task's record was read back (or the step ended)
     absl::Time tasks_checked;     // when they were last looked for
+    // A resumable trial (LaunchSpec::checkpoint_signal): told to checkpoint checkpoint_grace
+    // before its allocation or its own time limit ends, or when preemption begins; its exit is
+    // then an interruption (`interrupted`), not the trial's end.
+    int checkpoint_signal = 0;
+    absl::Duration checkpoint_grace;
+    absl::Duration time_limit;  // resources.time_limit; 0: none
+    backend::Interruption interrupted = backend::Interruption::kNone;
+    std::string name;  // the step's (JobName)
   };
 
   struct Queued {  // launched, to be started at the next Act
@@ -141,6 +162,13 @@ class SlurmBackend final : public backend::Backend {
   void PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
                 std::vector<backend::BackendEvent>& out);
   void ReapSteps(std::vector<backend::BackendEvent>& out);
+  static Job NewJob(uint32_t job_id, const backend::LaunchSpec& spec);
+  static void SetCheckpointing(const backend::LaunchSpec& spec, Step& step);
+  // Tells resumable steps to checkpoint ahead of their end (see Step).
+  void CheckpointSteps();
+  // Jobs mode: what ended a resumable trial's job that exited by itself, when Slurm's warning or
+  // a preemption told it to checkpoint; kNone when the trial ended on its own.
+  static backend::Interruption CheckpointedJob(const Job& job, const JobStatus& st);
   // The event for a step whose srun ended (`outcome`) or vanished (nullptr); gives its room back.
   backend::BackendEvent StepEnded(Step& step, const backend::ExitRecord* outcome);
   [[nodiscard]] absl::Status AdoptJob(const backend::LaunchSpec& spec,

@@ -44,7 +44,7 @@ absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& b
   unsigned stored = 0;
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u", &stored) != 1) stored = 0;
   ASSIGN_OR_RETURN(std::vector<JobStatus> mine, MineForAdoption());
-  std::string name = absl::StrCat("hpo-", spec.sweep_id, "-", spec.trial_id);
+  std::string name = JobName(spec);
   const JobStatus* found = nullptr;
   for (const JobStatus& j : mine) {
     if ((stored != 0 && j.job_id == stored) || (stored == 0 && j.name == name)) found = &j;
@@ -54,11 +54,9 @@ absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& b
         absl::StrCat("Slurm no longer knows trial ", spec.trial_id, "'s job",
                      stored != 0 ? absl::StrCat(" ", stored) : std::string()));
   }
-  Job job;
-  job.job_id = found->job_id;
-  job.stop_signal = spec.stop_signal;
-  jobs_[spec.trial_id] = job;  // the next Poll reports it started (once it is) and how it ends
-  spdlog::info("trial {}: re-adopted Slurm job {}", spec.trial_id, job.job_id);
+  jobs_[spec.trial_id] =
+      NewJob(found->job_id, spec);  // the next Poll reports it started (once it is) and how it ends
+  spdlog::info("trial {}: re-adopted Slurm job {}", spec.trial_id, found->job_id);
   return absl::OkStatus();
 }
 
@@ -69,6 +67,7 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.sweep_id = spec.sweep_id;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
+  step.process.segment = spec.segment;
   step.process.adopted = true;
   step.process.pid = backend::ReadShimPid(spec.trial_dir);
   if (step.process.pid == 0) {  // hpod died before hpo-shim wrote its pid
@@ -79,6 +78,8 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.launched = clock_.Now();
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.tasks_checked = step.launched;
+  SetCheckpointing(spec, step);
+  if (spec.checkpoint_signal > 0) pool_.NoteCheckpointGrace(spec.sweep_id, spec.checkpoint_grace);
   // What the store knew: "slurm:job=J step=S nodes=N" (S may be "pending").
   for (absl::string_view field : absl::StrSplit(backend_id, ' ', absl::SkipEmpty())) {
     uint32_t value = 0;

@@ -25,6 +25,13 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::vector<uint32_t>& canceled;
   uint32_t next_id = 100;
   int queries = 0;
+  // Signals sent, in order: {job, step (or -1 for the whole job), signal}.
+  struct Sent {
+    uint32_t job = 0;
+    int64_t step = -1;
+    int signal = 0;
+  };
+  std::vector<Sent> signals;
 
   [[nodiscard]] absl::StatusOr<uint32_t> Submit(const slurm::JobRequest& req) override {
     uint32_t id = next_id++;
@@ -43,7 +50,10 @@ class FakeSlurm final : public slurm::SlurmApi {
     for (auto& [id, j] : jobs) out.push_back(j.status);
     return out;
   }
-  [[nodiscard]] absl::Status Signal(uint32_t, int) override { return absl::OkStatus(); }
+  [[nodiscard]] absl::Status Signal(uint32_t job_id, int signal) override {
+    signals.push_back({job_id, -1, signal});
+    return absl::OkStatus();
+  }
   [[nodiscard]] absl::Status Cancel(uint32_t job_id) override {
     canceled.push_back(job_id);
     jobs[job_id].status.state = slurm::JobState::kCancelled;
@@ -52,17 +62,26 @@ class FakeSlurm final : public slurm::SlurmApi {
   [[nodiscard]] absl::StatusOr<std::vector<slurm::StepStatus>> QuerySteps() override {
     return std::vector<slurm::StepStatus>{};
   }
-  [[nodiscard]] absl::Status SignalStep(uint32_t, uint32_t, int) override {
+  [[nodiscard]] absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) override {
+    signals.push_back({job_id, step_id, signal});
     return absl::OkStatus();
   }
   [[nodiscard]] absl::Status CancelStep(uint32_t, uint32_t) override { return absl::OkStatus(); }
   std::vector<std::string> ExpandHostlist(const std::string& list) override {
     return absl::StrSplit(list, ',', absl::SkipEmpty());
   }
-  // The job starts running on `nodes` ("n1,n2").
-  void Run(uint32_t id, const std::string& nodes) {
-    jobs[id].status.state = slurm::JobState::kRunning;
-    jobs[id].status.nodes = nodes;
+  // The job starts running on `nodes` ("n1,n2"), at `now` (when given) until `ends` (when
+  // given: its time limit).
+  void Run(uint32_t id, const std::string& nodes, absl::Time now = absl::InfinitePast(),
+           absl::Time ends = absl::InfinitePast()) {
+    slurm::JobStatus& s = jobs[id].status;
+    s.state = slurm::JobState::kRunning;
+    s.nodes = nodes;
+    if (now != absl::InfinitePast()) {
+      if (s.submit_time == absl::InfinitePast()) s.submit_time = now;
+      s.start_time = now;
+    }
+    s.end_time = ends;
   }
 };
 

@@ -4,7 +4,7 @@
 # it started. Skips (exit 77) without root or Slurm — except in CI, where that is a failure.
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 4 8
-[ "$(sinfo -h -N -o '%t' | grep -c idle)" -eq 2 ] || fail "two idle nodes expected"
+[ "$(sinfo -h -N -p debug -o '%t' | grep -c idle)" -eq 2 ] || fail "two idle nodes expected"
 jid=$(sbatch --parsable -N1 -n4 --gres=gpu:4 -o /dev/null --wrap "sleep 120")  # no slurm-N.out in the working tree
 for _ in $(seq 100); do [ "$(squeue -h -j "$jid" -o %T)" = RUNNING ] && break; sleep 0.1; done
 [ "$(squeue -h -j "$jid" -o %T)" = RUNNING ] || fail "the allocation did not start"

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fakes/act_now.h"
 
@@ -222,6 +223,37 @@ TEST_F(LocalBackendTest, ReadoptsTrialsOfADaemonThatDied) {
   exits = WaitExits(b, 1);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_EQ(exits[0].exit_code, 3);
+}
+
+// A resumed trial's segment: the exit record an earlier segment left does not end it after a
+// restart, and hpo-shim clears that record (and Slurm task records) before the command runs and
+// writes its own, marked with the segment.
+TEST_F(LocalBackendTest, AnEarlierSegmentsExitRecordDoesNotEndTheNextOne) {
+  LaunchSpec later = Spec(1, {"true"});
+  later.segment = 2;
+  ASSERT_TRUE(WriteFileAtomic(later.trial_dir + "/hpo.exit", "exit 0\n", 0644).ok());
+  ASSERT_TRUE(WriteFileAtomic(later.trial_dir + "/hpo.pid", "999999\n", 0644).ok());
+  EXPECT_FALSE(ReadExitRecord(later.trial_dir, 2).has_value());
+  EXPECT_TRUE(ReadExitRecord(later.trial_dir, 1).has_value());
+  {
+    LocalBackend b(Opts(0, 2), clock_);
+    EXPECT_TRUE(absl::IsNotFound(b.Adopt(later, "", ""))) << "segment 1's outcome is not 2's";
+  }
+  ASSERT_TRUE(WriteFileAtomic(later.trial_dir + "/.hpo-task.0", "3 n1 0\n", 0644).ok());
+  later.env["HPO_SEGMENT"] = "2";
+  later.argv = {"sh", "-c", "ls -a \"$0\" > \"$0/seen\"; exit 4", later.trial_dir};
+  LocalBackend b(Opts(0, 2), clock_);
+  ASSERT_TRUE(fakes::LaunchNow(b, later).ok());
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code, 4);
+  std::string seen = *ReadFile(later.trial_dir + "/seen");
+  EXPECT_THAT(seen, ::testing::Not(::testing::HasSubstr("hpo.exit")));
+  EXPECT_THAT(seen, ::testing::Not(::testing::HasSubstr(".hpo-task.0")));
+  EXPECT_EQ(*ReadFile(later.trial_dir + "/hpo.exit"), "exit 4 segment 2\n");
+  std::optional<backend::ExitRecord> record = ReadExitRecord(later.trial_dir, 2);
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->exit_code, 4);
 }
 
 // Decide, then act: a launch starts nothing until Act(), so a daemon that dies in between left

@@ -550,10 +550,11 @@ TEST_F(ControllerTest, TimeLimitIsGivenToTheBackendAndFinishedTrialsSetTheNeed) 
   EXPECT_EQ(launched[launched.size() - 2].resources.needs, absl::ZeroDuration());
   EXPECT_EQ(launched.back().resources.needs, absl::Seconds(10));
   EXPECT_EQ(controller().GetSweep(open)->state(), v1::SWEEP_STATE_COMPLETED);
-  // A resumable one needs nothing: it continues elsewhere.
+  // A resumable one continues elsewhere: it needs time to work as long as its grace, and the
+  // grace.
   Submit(Spec(2, 1, kResumable));
   RunUntilEnded();
-  EXPECT_EQ(daemon_->simulated().launched().back().resources.needs, absl::ZeroDuration());
+  EXPECT_EQ(daemon_->simulated().launched().back().resources.needs, absl::Minutes(1));
 }
 
 TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
