@@ -95,6 +95,25 @@ enum class Interruption {
   kVanished,         // it disappeared without a trace
 };
 
+// "a time limit", "preemption", ...: for messages.
+inline const char* InterruptionWords(Interruption i) {
+  switch (i) {
+    case Interruption::kTimeLimit:
+      return "a time limit";
+    case Interruption::kPreempted:
+      return "preemption";
+    case Interruption::kNodeFailure:
+      return "a node failure";
+    case Interruption::kCanceledOutside:
+      return "a cancel outside hpod";
+    case Interruption::kVanished:
+      return "a disappearance";
+    case Interruption::kNone:
+      break;
+  }
+  return "the infrastructure";
+}
+
 struct BackendEvent {
   enum class Kind {
     kStarted,  // the trial's process runs; backend_id and gpus are set

@@ -3,26 +3,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace hpo::backend {
-namespace {
-
-const char* WhatTookIt(Interruption i) {
-  switch (i) {
-    case Interruption::kTimeLimit:
-      return "time limit";
-    case Interruption::kPreempted:
-      return "preemption";
-    case Interruption::kCanceledOutside:
-      return "outside cancel";
-    case Interruption::kVanished:
-      return "disappearance";
-    case Interruption::kNone:
-    case Interruption::kNodeFailure:
-      break;
-  }
-  return "node failure";
-}
-
-}  // namespace
 
 SimulatedBackend::SimulatedBackend(const Clock& clock, int gpus, int slots, Script script)
     : clock_(clock), pool_(gpus, slots), script_(std::move(script)) {}
@@ -90,7 +70,8 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
       e.stop_requested = sim.stop_requested;
       if (sim.fate.lost) {
         e.interruption = sim.fate.interruption;
-        e.message = absl::StrCat("simulated ", WhatTookIt(sim.fate.interruption));
+        e.message =
+            absl::StrCat("lost to ", InterruptionWords(sim.fate.interruption), " (simulated)");
       }
       out.push_back(e);
       pool_.Release(sim.grant);

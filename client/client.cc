@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -258,6 +259,19 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bo
   return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream, ca);
 }
 
+namespace {
+
+// FNV-1a over the trial, the step and the metrics: the same in every process; never 0.
+int64_t ContentId(int64_t trial_id, int64_t step, const std::map<std::string, double>& metrics) {
+  std::string text = absl::StrCat(trial_id, " ", step);
+  for (const auto& [k, v] : metrics) absl::StrAppend(&text, " ", k, "=", absl::StrFormat("%a", v));
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1) | 1;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::ReportResponse> TrialReporter::Report(
     int64_t step, const std::map<std::string, double>& metrics, absl::Duration retry_for) {
   v1::ReportRequest req;
@@ -266,7 +280,11 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Report(
   for (const auto& [k, v] : metrics) (*req.mutable_metrics())[k] = v;
   // One id for this report and all its retries: hpod stores it once even when a reply was lost
   // to a restart of the daemon (without a step, nothing else tells a retry from a new report).
-  req.set_report_id(absl::Uniform<int64_t>(bitgen_, 1, std::numeric_limits<int64_t>::max()));
+  // With a step the id comes from the report itself, so that the same report sent again by a
+  // new `hpo report` (one a checkpoint signal killed midway) is known as well.
+  req.set_report_id(step >= 0
+                        ? ContentId(trial_id_, step, metrics)
+                        : absl::Uniform<int64_t>(bitgen_, 1, std::numeric_limits<int64_t>::max()));
   absl::Time give_up = absl::Now() + retry_for;
   absl::Duration backoff = absl::Milliseconds(100);
   while (true) {

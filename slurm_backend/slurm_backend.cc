@@ -569,21 +569,6 @@ Interruption SlurmSaid(const std::string& tail, uint32_t job_id, std::optional<u
   return said;
 }
 
-const char* Words(Interruption i) {
-  switch (i) {
-    case Interruption::kTimeLimit:
-      return "its allocation's time limit";
-    case Interruption::kPreempted:
-      return "preemption";
-    case Interruption::kNodeFailure:
-      return "a node failure";
-    case Interruption::kCanceledOutside:
-      return "a cancel outside hpod";
-    default:
-      return "Slurm";
-  }
-}
-
 }  // namespace
 
 BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
@@ -635,7 +620,7 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
       e.interruption = gone.interruption;
     } else if (said != Interruption::kNone) {
       e.kind = BackendEvent::Kind::kLost;
-      e.message = absl::StrCat("step ", id, " was ended by ", Words(said));
+      e.message = absl::StrCat("step ", id, " was ended by ", backend::InterruptionWords(said));
       if (said == Interruption::kCanceledOutside) {
         e.message = absl::StrCat("step ", id, " was canceled outside hpod");
       }
