@@ -78,9 +78,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(st["counts"], {"COMPLETED": 6})
         df = s.trials()
         self.assertEqual(len(df), 6)
-        for col in ("trial_id", "state", "x", "k", "loss", "other", "objective", "runtime_s"):
+        for col in ("trial_id", "state", "x", "k", "loss", "other", "objective", "runtime_s",
+                    "segment", "gpu_seconds", "interruptions", "interruption"):
             self.assertIn(col, df.columns)
         self.assertTrue((df["state"] == "COMPLETED").all())
+        self.assertTrue((df["segment"] == 1).all())  # nothing interrupted them
+        self.assertTrue((df["interruptions"] == "").all())
         self.assertTrue((df["objective"] == df["loss"]).all())
         best = s.best()
         self.assertEqual(best["trial_id"], int(df.loc[df["objective"].idxmin(), "trial_id"]))
