@@ -234,6 +234,22 @@ std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& tr
   return out;
 }
 
+std::string GpuHoursText(const v1::Sweep& sweep) {
+  double used = sweep.gpu_seconds() / 3600;
+  std::string out = absl::StrFormat("GPU-hours %.3g", used);
+  if (sweep.gpu_hours_budget() > 0) {
+    absl::StrAppend(&out, absl::StrFormat(" of %.3g (%.1f%%)", sweep.gpu_hours_budget(),
+                                          100 * used / sweep.gpu_hours_budget()));
+  }
+  if (sweep.gpus_held() > 0) absl::StrAppend(&out, ", ", sweep.gpus_held(), " GPU(s) held");
+  if (sweep.budget_seconds_left() > 0) {
+    absl::StrAppend(&out, ": the budget lasts about ",
+                    hpo::HumanDuration(absl::Seconds(sweep.budget_seconds_left())),
+                    " at this rate");
+  }
+  return out;
+}
+
 std::string SweepLine(const v1::Sweep& sweep) {
   std::vector<std::string> parts;
   for (const auto& [state, n] : sweep.trial_counts()) parts.push_back(absl::StrCat(state, " ", n));
@@ -242,8 +258,12 @@ std::string SweepLine(const v1::Sweep& sweep) {
       sweep.best_trial_id() != 0
           ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
           : "-";
-  return absl::StrFormat("%-5d %-24s %-12s %-40s %s", sweep.id(), sweep.name().substr(0, 24),
-                         v1::StateName(sweep.state()), absl::StrJoin(parts, ", "), best);
+  std::string gpu_hours = absl::StrFormat("%.3g", sweep.gpu_seconds() / 3600);
+  if (sweep.gpu_hours_budget() > 0) {
+    absl::StrAppend(&gpu_hours, absl::StrFormat("/%.3g", sweep.gpu_hours_budget()));
+  }
+  return absl::StrFormat("%-5d %-24s %-12s %-40s %-12s %s", sweep.id(), sweep.name().substr(0, 24),
+                         v1::StateName(sweep.state()), absl::StrJoin(parts, ", "), gpu_hours, best);
 }
 
 std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
@@ -360,7 +380,10 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       {"state", v1::StateName(sweep.state())},
       {"objective_metric", sweep.objective_metric()},
       {"direction", sweep.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"},
-      {"best_trial_id", sweep.best_trial_id()}};
+      {"best_trial_id", sweep.best_trial_id()},
+      {"gpu_hours", sweep.gpu_seconds() / 3600},
+      {"gpu_hours_budget", sweep.gpu_hours_budget() > 0 ? nlohmann::json(sweep.gpu_hours_budget())
+                                                        : nlohmann::json(nullptr)}};
   root["trials"] = std::move(arr);
   return root.dump(2) + "\n";
 }

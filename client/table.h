@@ -25,6 +25,8 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
 // "sweep 3 'quickstart' RUNNING  12.3s | RUNNING 4  COMPLETED 10 | best val_acc 0.93 (trial 7)"
 std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials);
 std::string SweepLine(const v1::Sweep& sweep);  // one line for `hpo ls`
+// "GPU-hours 1.25 of 10 (12.5%), 4 GPU(s) held: the budget lasts about 2h11m at this rate"
+std::string GpuHoursText(const v1::Sweep& sweep);
 
 std::string TrialsCsv(const std::vector<v1::Trial>& trials);
 std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials);

@@ -81,7 +81,7 @@ absl::StatusOr<SweepRuntime*> Controller::FindSweep(int64_t sweep_id) const {
 }
 
 v1::Sweep Controller::View(const SweepRuntime& sweep, bool with_spec) const {
-  return SweepView(sweep, backend_.Name(), with_spec);
+  return SweepView(sweep, backend_.Name(), with_spec, clock_.Now());
 }
 
 v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& req) {

@@ -181,6 +181,8 @@ class Parser {
   void Checkpoint(const YAML::Node& node, SweepSpec& spec);
   // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
   void CheckTimes(const YAML::Node& root, const SweepSpec& spec);
+  // A GPU-hour budget needs trials that use GPUs.
+  void CheckGpuBudget(const YAML::Node& root, const SweepSpec& spec);
   void Top(const YAML::Node& root, SweepSpec& spec);
   // The sampler Top built to check the spec against it (set once it parsed without errors).
   std::unique_ptr<algorithms::Sampler>& sampler() { return sampler_; }
@@ -394,7 +396,8 @@ void Parser::Command(const YAML::Node& node, SweepSpec& spec) {
 
 void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "budget")) return;
-  CheckKeys(node, "budget", {"max_trials", "max_concurrent", "max_failed", "wall_time"});
+  CheckKeys(node, "budget",
+            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours"});
   constexpr int64_t kBig = 100'000'000;
   if (node["max_trials"])
     spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
@@ -404,6 +407,15 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (node["max_failed"])
     spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
   if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
+  if (const YAML::Node g = node["gpu_hours"]) {
+    if (std::optional<double> h = Number(g, "budget gpu_hours")) {
+      if (*h > 0 && *h <= 1e9) {
+        spec.budget.gpu_hours = *h;
+      } else {
+        Error(g, "budget gpu_hours must be a number of GPU-hours above 0");
+      }
+    }
+  }
 }
 
 void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
@@ -758,6 +770,13 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
+void Parser::CheckGpuBudget(const YAML::Node& root, const SweepSpec& spec) {
+  int most = spec.gpu_options.empty() ? spec.resources.gpus : spec.gpu_options.back();
+  if (spec.budget.gpu_hours && most == 0) {
+    Error(root["budget"]["gpu_hours"], "budget gpu_hours: the sweep's trials use no GPUs");
+  }
+}
+
 void Parser::CheckTimes(const YAML::Node& root, const SweepSpec& spec) {
   const backend::Placement& p = spec.placement;
   if (p.time_limit_minutes <= 0) return;
@@ -875,6 +894,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
         static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
   if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
   CheckTimes(root, spec);
+  CheckGpuBudget(root, spec);
 
   if (!errors_.empty()) return;
   auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);

@@ -33,6 +33,9 @@ struct Budget {
   int64_t max_concurrent = 1;
   int64_t max_failed = 10;  // the sweep ends FAILED when this many trials failed; 0: never
   std::optional<absl::Duration> wall_time;
+  // No trial starts once the sweep's trials used this many GPU-hours (GPUs held times running
+  // time, over segments and retries); the running ones finish.
+  std::optional<double> gpu_hours;
 };
 
 // The `checkpoint:` section: the sweep's trials are resumable. A trial an interruption takes (a

@@ -129,6 +129,7 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   }
   if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
   if (!Writable()) return;  // no new work while hpod cannot write its data
+  CheckGpuBudget(sweep);
   // Trials already created go first. Each one that fits starts, so a smaller trial may pass a
   // larger one that waits for resources (backfill) — unless the oldest waiting trial has waited
   // longer than kBackfillLimit: then nothing passes it. A trial whose directory is not made yet
@@ -168,7 +169,28 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   }
   if (!sweep.MoreToCreate() && sweep.active == 0) {
     int64_t done = static_cast<int64_t>(sweep.trials.size());
-    FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED, absl::StrCat("all ", done, " trial(s) ended"));
+    FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED,
+                sweep.gpu_budget_spent ? absl::StrCat("budget.gpu_hours (", *spec.budget.gpu_hours,
+                                                      ") was reached; ", done, " trial(s) ended")
+                                       : absl::StrCat("all ", done, " trial(s) ended"));
+  }
+}
+
+void TrialLifecycle::CheckGpuBudget(SweepRuntime& sweep) {
+  const std::optional<double>& hours = sweep.spec().budget.gpu_hours;
+  if (!hours || sweep.gpu_budget_spent) return;
+  double used = sweep.GpuSeconds(clock_.Now());
+  if (used < *hours * 3600) return;
+  sweep.gpu_budget_spent = true;
+  sweep.retries.clear();
+  spdlog::info("sweep {}: {:.3f} GPU-hours used, its budget of {}: no trial starts any more",
+               sweep.rec.id, used / 3600, *hours);
+  // Trials that never ran do not start; those between segments go on.
+  for (auto& t : sweep.trials) {
+    if (t->rec.state == v1::TRIAL_STATE_PENDING && !t->rec.started_at) {
+      EndTrial(sweep, *t, v1::TRIAL_STATE_CANCELED,
+               "the sweep's GPU-hour budget was reached before it started");
+    }
   }
 }
 

@@ -117,6 +117,8 @@ class TrialLifecycle {
   static std::optional<absl::Time> SegmentStart(const TrialRecord& rec);
   static double SegmentGpuSeconds(const SweepRuntime& sweep, const TrialRecord& rec,
                                   absl::Time start, absl::Time end);
+  // budget.gpu_hours: once the sweep's trials used it, no trial starts (see SweepRuntime).
+  void CheckGpuBudget(SweepRuntime& sweep);
   void EnforceStops();
   void FinishSweep(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();

@@ -7,7 +7,8 @@
 
 namespace hpo::server {
 
-v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec) {
+v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec,
+                    absl::Time now) {
   v1::Sweep out;
   const SweepRecord& rec = sweep.rec;
   const SweepSpec& spec = sweep.spec();
@@ -34,6 +35,15 @@ v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool 
   out.set_algorithm(spec.algorithm.name);
   out.set_backend(backend);
   out.set_owner(rec.owner);
+  double used = sweep.GpuSeconds(now);
+  int held = sweep.Final() ? 0 : sweep.GpusHeld();
+  out.set_gpu_seconds(used);
+  out.set_gpus_held(held);
+  if (spec.budget.gpu_hours) {
+    out.set_gpu_hours_budget(*spec.budget.gpu_hours);
+    if (held > 0)
+      out.set_budget_seconds_left(std::max(0.0, *spec.budget.gpu_hours * 3600 - used) / held);
+  }
   return out;
 }
 
@@ -86,7 +96,7 @@ v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::E
   if (trial != nullptr) {
     *event.mutable_trial() = TrialView(sweep, *trial, now);
   } else {
-    *event.mutable_sweep() = SweepView(sweep, backend, false);
+    *event.mutable_sweep() = SweepView(sweep, backend, false, now);
   }
   return event;
 }

@@ -12,7 +12,8 @@ namespace hpo::server {
 
 // A sweep with its counts and best; `with_spec` adds the submitted YAML. `backend` is the name
 // of the backend it runs on.
-v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec);
+v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec,
+                    absl::Time now);
 // A trial as of `now` (its GPU-seconds count the running segment up to then).
 v1::Trial TrialView(const SweepRuntime& sweep, const TrialRuntime& trial, absl::Time now);
 // The trials `req` asks for: filtered by state, in its order, at most its limit.

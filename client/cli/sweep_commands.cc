@@ -93,7 +93,8 @@ void SweepCommands::Submit() {
 void SweepCommands::List() {
   auto c = Connect();
   auto sweeps = OrExit(c->ListSweeps(ls_.active));
-  std::printf("%-5s %-24s %-12s %-40s %s\n", "id", "name", "state", "trials", "best");
+  std::printf("%-5s %-24s %-12s %-40s %-12s %s\n", "id", "name", "state", "trials", "GPU-hours",
+              "best");
   for (const auto& s : sweeps) std::printf("%s\n", client::SweepLine(s).c_str());
 }
 
@@ -105,6 +106,7 @@ void SweepCommands::Show() {
   std::printf("source %s, algorithm %s, backend %s, %lld at a time\n", sweep.source().c_str(),
               sweep.algorithm().c_str(), sweep.backend().c_str(),
               static_cast<long long>(sweep.max_concurrent()));
+  std::printf("%s\n", client::GpuHoursText(sweep).c_str());
   if (show_.spec) std::printf("\n%s", sweep.spec_yaml().c_str());
 }
 

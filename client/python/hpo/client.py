@@ -156,13 +156,18 @@ class Sweep:
         return self.client._call("GetSweep", hpo_pb2.GetSweepRequest(sweep_id=self.id)).sweep
 
     def status(self):
-        """A dict: state, message, counts per trial state, best trial and objective."""
+        """A dict: state, message, counts per trial state, best trial and objective, GPU-hours
+        used, GPUs held, the GPU-hour budget and how long it lasts at the current rate (seconds;
+        None when there is no budget or no GPU is held)."""
         s = self._get()
         return {"id": s.id, "name": s.name, "state": _state("sweep", s.state), "message": s.message,
                 "counts": dict(s.trial_counts), "objective": s.objective_metric,
                 "direction": "maximize" if s.direction == hpo_pb2.DIRECTION_MAXIMIZE else "minimize",
                 "best_trial": s.best_trial_id or None,
-                "best": s.best_objective if s.best_trial_id else None}
+                "best": s.best_objective if s.best_trial_id else None,
+                "gpu_hours": s.gpu_seconds / 3600, "gpus_held": s.gpus_held,
+                "gpu_hours_budget": s.gpu_hours_budget or None,
+                "budget_seconds_left": s.budget_seconds_left or None}
 
     def _trials(self):
         return self.client._call("ListTrials", hpo_pb2.ListTrialsRequest(sweep_id=self.id)).trials

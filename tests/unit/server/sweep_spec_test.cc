@@ -253,6 +253,25 @@ TEST(SweepSpec, CheckpointAndTimeLimits) {
   EXPECT_THAT(e[1], HasSubstr("6:13: checkpoint must be a mapping"));
 }
 
+TEST(SweepSpec, GpuHourBudget) {
+  ParseResult r = ParseSweepSpec(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 12.5}\nresources: {gpus: 1}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->budget.gpu_hours, 12.5);
+  auto e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 0}\nresources: {gpus: 1}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours must be a number of GPU-hours above 0"));
+  e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours: the sweep's trials use no GPUs"));
+}
+
 TEST(SweepSpec, GeneticSettings) {
   ParseResult r = ParseSweepSpec(
       std::string(kBase) +

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# budget.gpu_hours on the local backend: 1-GPU trials of about a second, 2 at a time, and a budget
+# of 0.002 GPU-hours (7.2 GPU-seconds). Once the trials used it no trial starts, the running ones
+# complete, and the sweep ends COMPLETED saying why; hpo show, hpo ls and the export show the
+# GPU-hours, and hpod's count agrees with the trials' own clocks.
+source "$(dirname "$0")/lib.sh"
+hpo daemon start --cpus 4 --gpus 2 >/dev/null
+cat >"$WORK/budget.yaml" <<'YAML'
+name: gpu-budget
+command: "date +%s.%N > $HPO_TRIAL_DIR/start; sleep 1.5; hpo report loss={x}; date +%s.%N > $HPO_TRIAL_DIR/end"
+parameters:
+  x: {type: float, low: 0, high: 1}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 40, max_concurrent: 2, gpu_hours: 0.002}
+resources: {gpus: 1}
+YAML
+id=$(hpo submit "$WORK/budget.yaml" | tail -n 1)
+sleep 1
+hpo show "$id" >"$WORK/show"
+grep -q "GPU-hours .* of 0.002 (.*%), 2 GPU(s) held: the budget lasts about" "$WORK/show" \
+  || fail "hpo show lacks the GPU-hours while trials run: $(cat "$WORK/show")"
+hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete: $(hpo show "$id")"
+hpo show "$id" >"$WORK/show"
+grep -q "budget.gpu_hours (0.002) was reached" "$WORK/show" || fail "the sweep does not say the budget ended it: $(cat "$WORK/show")"
+hpo ls >"$WORK/ls"
+grep -q "GPU-hours" "$WORK/ls" && grep -q "/0.002" "$WORK/ls" || fail "hpo ls lacks GPU-hours: $(cat "$WORK/ls")"
+hpo export "$id" --format json -o "$WORK/export.json"
+$PY - "$WORK/export.json" "$HPO_DATA_DIR/sweeps/$id/trials" <<'PYEOF'
+import json, os, sys
+exp = json.load(open(sys.argv[1]))
+sweep, trials = exp["sweep"], exp["trials"]
+assert sweep["gpu_hours_budget"] == 0.002, sweep
+ran = [t for t in trials if t["state"] == "COMPLETED"]
+assert 4 <= len(ran) < 40, ("the budget should end the sweep after a few trials", len(ran))
+assert all(t["state"] in ("COMPLETED", "CANCELED") for t in trials), [t["state"] for t in trials]
+used = sum(t["gpu_seconds"] for t in trials)
+assert abs(sweep["gpu_hours"] * 3600 - used) < 1e-6, (sweep["gpu_hours"], used)
+assert used >= 7.2, ("stopped before the budget was used", used)
+# The trials' own clocks: hpod's count is their run time, give or take its start-up and tick.
+own = 0.0
+for t in ran:
+    d = t["trial_dir"]
+    own += float(open(d + "/end").read()) - float(open(d + "/start").read())
+assert own <= used <= own + 0.5 * len(ran), ("hpod's GPU-seconds", used, "the trials'", own)
+print(f"{len(ran)} trials ran, {used:.2f} GPU-s counted by hpod, {own:.2f} s by the trials")
+PYEOF
+pass "a GPU-hour budget stops new trials, lets the running ones finish, and is shown"
