@@ -142,6 +142,14 @@ struct BackendEvent {
     e.time = time;
     return e;
   }
+  // A trial stopped while its launch waited for Act: it ends without having run.
+  static BackendEvent StoppedBeforeStart(int64_t trial_id, absl::Time time) {
+    BackendEvent e = Of(Kind::kExited, trial_id, time);
+    e.exit_code = -1;
+    e.stop_requested = true;
+    e.message = "stopped before it started";
+    return e;
+  }
 };
 
 // The questions about room: whether a trial could ever run here and whether it can start now.

@@ -121,11 +121,7 @@ absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
   if (auto q = queued_.find(trial_id); q != queued_.end()) {  // never started: it ends now
     pool_.Release(q->second.grant);
     queued_.erase(q);
-    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, clock_.Now());
-    e.exit_code = -1;
-    e.stop_requested = true;
-    e.message = "stopped before it started";
-    events_.push_back(std::move(e));
+    events_.push_back(BackendEvent::StoppedBeforeStart(trial_id, clock_.Now()));
     return absl::OkStatus();
   }
   auto it = children_.find(trial_id);
