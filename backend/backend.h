@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace hpo::backend {
@@ -56,9 +57,12 @@ struct AllocationShape {
                      // hpod neither requests more nor cancels it
 };
 
-// Where a trial may run on a Slurm cluster (the sweep's `slurm:` section). The local backend
-// ignores it.
+// Where a trial runs: which backend, and on a Slurm cluster where (the sweep's `slurm:`
+// section, which the local backend ignores).
 struct Placement {
+  // The backend that runs the trial ("local", "slurm"; the sweep's `backend:`): a Router hands
+  // the trial to it. Empty: the daemon's default. A single backend ignores it.
+  std::string backend;
   std::string mode = "steps";  // "steps": steps in allocations hpod holds; "jobs": a job per trial
   std::string partition, account, qos, constraint, reservation;
   int time_limit_minutes = 0;  // 0: the partition's default (per allocation, or per trial job)
@@ -172,6 +176,11 @@ class Capacity {
 class Backend : public Capacity {
  public:
   virtual std::string Name() const = 0;
+  // The name of the backend that runs trials with placement `p`: this one (a Router answers
+  // for the backend it would hand them to, or INVALID_ARGUMENT saying why there is none).
+  [[nodiscard]] virtual absl::StatusOr<std::string> Resolve(const Placement& /*p*/) const {
+    return Name();
+  }
   // Takes the trial's room and starts it at the next Act(). After OK, Poll() eventually reports
   // kStarted and later kExited or kLost (or kLaunchFailed).
   [[nodiscard]] virtual absl::Status Launch(const LaunchSpec& spec) = 0;

@@ -29,7 +29,9 @@ class SimulatedBackend final : public Backend {
   using Script = std::function<SimulatedFate(const LaunchSpec&)>;
   SimulatedBackend(const Clock& clock, int gpus, int slots, Script script);
 
-  std::string Name() const override { return "simulated"; }
+  std::string Name() const override { return name_; }
+  // Stands in for another backend (a Router routes by name): "local", "slurm".
+  void set_name(std::string name) { name_ = std::move(name); }
   [[nodiscard]] absl::Status CheckFits(const Resources& r, const Placement&) override {
     return pool_.CheckFits(r);
   }
@@ -51,6 +53,7 @@ class SimulatedBackend final : public Backend {
   void keep_launched(bool keep) { keep_launched_ = keep; }
 
  private:
+  std::string name_ = "simulated";
   struct Sim {
     SimulatedFate fate;
     Grant grant;

@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/shell_quote.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -307,6 +308,24 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
   std::string hpod = "hpod";
   if (!ec && std::filesystem::exists(self.parent_path() / "hpod"))
     hpod = (self.parent_path() / "hpod").string();
+  if (!extra_args.empty()) {  // hpod checks its flags first, so that a typo is told here
+    std::string cmd = ShellQuote(hpod) + " --check-flags";
+    for (const std::string& a : extra_args) absl::StrAppend(&cmd, " ", ShellQuote(a));
+    absl::StrAppend(&cmd, " 2>&1");
+    std::string said;
+    int rc = -1;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[512];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) said.append(buf, n);
+      rc = ::pclose(p);
+    }
+    if (rc != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hpod refuses these options (nothing was started): ",
+                       absl::StripAsciiWhitespace(said.empty() ? "could not run " + hpod : said)));
+    }
+  }
   std::string log = dir.log_path();
   pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");

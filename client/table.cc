@@ -262,8 +262,9 @@ std::string SweepLine(const v1::Sweep& sweep) {
   if (sweep.gpu_hours_budget() > 0) {
     absl::StrAppend(&gpu_hours, absl::StrFormat("/%.3g", sweep.gpu_hours_budget()));
   }
-  return absl::StrFormat("%-5d %-24s %-12s %-40s %-12s %s", sweep.id(), sweep.name().substr(0, 24),
-                         v1::StateName(sweep.state()), absl::StrJoin(parts, ", "), gpu_hours, best);
+  return absl::StrFormat("%-5d %-24s %-12s %-8s %-40s %-12s %s", sweep.id(),
+                         sweep.name().substr(0, 24), v1::StateName(sweep.state()), sweep.backend(),
+                         absl::StrJoin(parts, ", "), gpu_hours, best);
 }
 
 std::string TrialsCsv(const std::vector<v1::Trial>& trials) {

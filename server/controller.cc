@@ -81,13 +81,12 @@ absl::StatusOr<SweepRuntime*> Controller::FindSweep(int64_t sweep_id) const {
 }
 
 v1::Sweep Controller::View(const SweepRuntime& sweep, bool with_spec) const {
-  return SweepView(sweep, backend_.Name(), with_spec, clock_.Now());
+  return SweepView(sweep, with_spec, clock_.Now());
 }
 
 v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& req) {
   v1::ValidateSweepResponse resp;
-  PlanResult planned =
-      PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, backend_.Name());
+  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
   for (const std::string& e : planned.errors) resp.add_errors(e);
   resp.set_valid(planned.plan.has_value());
   if (planned.plan) {
@@ -103,8 +102,7 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
     return absl::UnavailableError(
         absl::StrCat("hpod refuses new sweeps while it cannot write its data: ", health.message()));
   }
-  PlanResult planned =
-      PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, backend_.Name());
+  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
   if (!planned.plan) {
     std::string msg = "the sweep is invalid:";
     for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
@@ -119,6 +117,7 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
   rec.state = v1::SWEEP_STATE_RUNNING;
   rec.created_at = clock_.Now();
   rec.owner = owner;
+  rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
   rec.name = !req.name().empty() ? req.name() : sweep->spec().name;
   ASSIGN_OR_RETURN(rec.id, store_.InsertSweep(rec));
   if (rec.name.empty()) {

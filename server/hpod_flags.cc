@@ -1,5 +1,7 @@
 #include "server/hpod_flags.h"
 
+#include <cstdio>
+
 #include "CLI/CLI.hpp"
 #include "common/version.h"
 
@@ -8,7 +10,8 @@ namespace hpo::server {
 int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
   CLI::App app{
       "hpod: the hyperparameter optimization daemon. It runs sweeps' trials as local processes "
-      "(the local backend) or on a Slurm cluster (--backend slurm), stores everything in "
+      "(the local backend) and, where Slurm is configured, on the Slurm cluster: each sweep says "
+      "where (`backend:`; a sweep with a slurm: section runs on Slurm). It stores everything in "
       "DATA_DIR/hpod.db and serves hpo and the Python client."};
   app.set_version_flag("--version", std::string("hpod ") + kVersion);
   app.add_option("--data-dir", f.data_dir, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
@@ -29,11 +32,19 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       ->capture_default_str();
   app.add_option("--log-file", f.log_file, "log to this file instead of stderr");
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
-  app.add_option("--backend", f.backend, "where trials run: local or slurm")
+  app.add_option("--backend", f.backend,
+                 "where the trials of sweeps that name no backend (and have no slurm: section) "
+                 "run: local or slurm (slurm implies --slurm on)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
+  app.add_option("--slurm", f.slurm,
+                 "the Slurm backend: auto (on when a slurm.conf is found and slurmctld answers), "
+                 "on (a slurm.conf must be found; sweeps wait while slurmctld is away) or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   app.add_option("--slurm-conf", f.slurm_conf,
-                 "slurm.conf for the slurm backend (default $SLURM_CONF)");
+                 "slurm.conf for the Slurm backend (default $SLURM_CONF, then "
+                 "/etc/slurm/slurm.conf)");
   app.add_option("--tls-cert", f.tls_cert,
                  "PEM certificate (chain): the TCP address serves TLS only")
       ->check(CLI::ExistingFile);
@@ -44,12 +55,18 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       ->check(CLI::ExistingFile);
   app.add_flag("--no-durable", f.no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
+  app.add_flag("--check-flags", f.check_flags, "check these flags and exit (0: they are valid)")
+      ->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return -1;
+  if (f.backend == "slurm" && f.slurm == "off") {
+    std::fprintf(stderr, "hpod: --backend slurm needs Slurm, but --slurm is off\n");
+    return 2;
+  }
+  return f.check_flags ? 0 : -1;
 }
 
 }  // namespace hpo::server

@@ -14,10 +14,12 @@ struct HpodFlags {
   int tick_ms = 50;
   int report_flush_ms = 50;
   std::string log_file, log_level = "info";
-  std::string backend = "local";
+  std::string backend = "local";  // where sweeps that name no backend (and have no slurm:) run
+  std::string slurm = "auto";     // auto | on | off
   std::string slurm_conf;
   std::string tls_cert, tls_key, tls_ca;
   bool no_durable = false;
+  bool check_flags = false;  // only check the flags (`hpo daemon start` does, before starting)
 };
 
 // Parses argv. Returns the exit code when hpod should exit at once (0 after --help or

@@ -21,6 +21,7 @@
 #include "common/data_dir.h"
 #include "common/files.h"
 #include "common/version.h"
+#include "hpo/v1/states.h"
 #include "server/controller.h"
 #include "server/endpoints.h"
 #include "server/hpo_service.h"
@@ -77,6 +78,17 @@ void WriteOrWarn(const std::string& path, const std::string& text) {
   }
 }
 
+// Whether the store holds sweeps on Slurm that have not ended (their trials must wait for
+// slurmctld rather than be lost while it is away).
+bool SlurmSweepsUnfinished(hpo::server::Store& store) {
+  auto sweeps = store.LoadSweeps();
+  if (!sweeps.ok()) return false;
+  for (const auto& s : *sweeps) {
+    if (s.backend == "slurm" && !hpo::v1::IsFinal(s.state)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,7 +137,7 @@ int main(int argc, char** argv) {
   if (::access(shim.c_str(), X_OK) != 0) {
     return Fail(absl::StrCat("cannot find ", shim, " (installed with hpod)"));
   }
-  auto backend = hpo::server::OpenBackend(flags, data_dir, shim);
+  auto backend = hpo::server::OpenBackends(flags, data_dir, shim, SlurmSweepsUnfinished(**store));
   if (!backend.ok()) return Fail(std::string(backend.status().message()));
 
   hpo::server::ThreadedTrialFiles files;

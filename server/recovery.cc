@@ -16,6 +16,11 @@ absl::StatusOr<SweepRuntime*> Recovery::LoadSweep(SweepRecord rec) {
   PlanResult planned = PlanSweep(rec.spec_yaml, rec.source, rec.base_dir);
   if (planned.plan) {
     sweep->plan = std::move(*planned.plan);
+    // Where it was submitted to run (a sweep from before hpod had several backends: the
+    // default), and the budget as `hpo extend` left it.
+    if (rec.backend.empty()) rec.backend = backend_.Resolve(backend::Placement()).value_or("");
+    sweep->plan.spec.placement.backend = rec.backend;
+    ApplyBudgetChange(sweep->plan, rec.budget_change);
   } else if (!v1::IsFinal(rec.state)) {
     rec.state = v1::SWEEP_STATE_FAILED;
     rec.message = absl::StrCat("the sweep's spec no longer validates: ", planned.errors.front());

@@ -117,6 +117,13 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE trials ADD COLUMN gpu_seconds REAL NOT NULL DEFAULT 0;
     ALTER TABLE trials ADD COLUMN segments_json TEXT NOT NULL DEFAULT '[]';
     )sql",
+    // v7: one daemon, several backends, and sweeps changed after submit. backend: where the
+    // sweep's trials run ('' before: the daemon's default); budget_json: what `hpo extend`
+    // changed of the file's budget ({max_trials, max_concurrent, wall_time_s, gpu_hours}).
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sweeps ADD COLUMN budget_json TEXT NOT NULL DEFAULT '{}';
+    )sql",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -521,11 +528,35 @@ absl::StatusOr<int64_t> SqliteStore::InsertEvent(const EventRecord& e) {
   return next_seq_++;
 }
 
+namespace {
+
+std::string BudgetChangeJson(const BudgetChange& c) {
+  json j = json::object();
+  if (c.max_trials) j["max_trials"] = *c.max_trials;
+  if (c.max_concurrent) j["max_concurrent"] = *c.max_concurrent;
+  if (c.wall_time) j["wall_time_s"] = absl::ToDoubleSeconds(*c.wall_time);
+  if (c.gpu_hours) j["gpu_hours"] = *c.gpu_hours;
+  return j.dump();
+}
+
+BudgetChange BudgetChangeFromJson(const std::string& text) {
+  BudgetChange c;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return c;
+  if (j.contains("max_trials")) c.max_trials = j["max_trials"].get<int64_t>();
+  if (j.contains("max_concurrent")) c.max_concurrent = j["max_concurrent"].get<int64_t>();
+  if (j.contains("wall_time_s")) c.wall_time = absl::Seconds(j["wall_time_s"].get<double>());
+  if (j.contains("gpu_hours")) c.gpu_hours = j["gpu_hours"].get<double>();
+  return c;
+}
+
+}  // namespace
+
 absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner) VALUES(?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite3_bind_int64(st, 1, s.id);
     BindText(st, 2, s.name);
@@ -537,18 +568,22 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
     sqlite3_bind_double(st, 8, ToUnix(s.created_at));
     BindOptTime(st, 9, s.ended_at);
     BindText(st, 10, s.owner);
+    BindText(st, 11, s.backend);
+    BindText(st, 12, BudgetChangeJson(s.budget_change));
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
-  sqlite3_stmt* st =
-      Prepare("UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=? WHERE id=?");
+  sqlite3_stmt* st = Prepare(
+      "UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=?, budget_json=? "
+      "WHERE id=?");
   if (st == nullptr) return Error("preparing sweep update");
   BindText(st, 1, s.name);
   BindText(st, 2, v1::SweepState_Name(s.state));
   BindText(st, 3, s.message);
   BindOptTime(st, 4, s.ended_at);
   BindText(st, 5, s.ending == v1::SWEEP_STATE_UNSPECIFIED ? "" : v1::SweepState_Name(s.ending));
-  sqlite3_bind_int64(st, 6, s.id);
+  BindText(st, 6, BudgetChangeJson(s.budget_change));
+  sqlite3_bind_int64(st, 7, s.id);
   if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating sweep ", s.id));
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("sweep ", s.id, " not in the store"));
@@ -698,7 +733,7 @@ absl::Status SqliteStore::MoveDueSlices() {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner "
+      "owner, backend, budget_json "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -716,6 +751,8 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     if (auto e = OptReal(st, 8)) s.ended_at = FromUnix(*e);
     if (std::string ending = Text(st, 9); !ending.empty()) v1::SweepState_Parse(ending, &s.ending);
     s.owner = Text(st, 10);
+    s.backend = Text(st, 11);
+    s.budget_change = BudgetChangeFromJson(Text(st, 12));
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");

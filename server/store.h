@@ -32,6 +32,16 @@
 
 namespace hpo::server {
 
+// What `hpo extend` changed of the sweep file's budget: applied over it whenever the sweep is
+// planned (at submit, at recovery).
+struct BudgetChange {
+  std::optional<int64_t> max_trials;
+  std::optional<int64_t> max_concurrent;
+  std::optional<absl::Duration> wall_time;  // counted from the sweep's creation, as the file's
+  std::optional<double> gpu_hours;
+  bool empty() const { return !max_trials && !max_concurrent && !wall_time && !gpu_hours; }
+};
+
 struct SweepRecord {
   int64_t id = 0;
   std::string name;
@@ -46,6 +56,10 @@ struct SweepRecord {
   // its last trial ended. UNSPECIFIED otherwise.
   v1::SweepState ending = v1::SWEEP_STATE_UNSPECIFIED;
   std::string owner;  // the user who submitted it (see server/auth.h)
+  // Where its trials run ("local", "slurm"): resolved at submit. Empty in sweeps stored before
+  // hpod served several backends: they run on the daemon's default.
+  std::string backend;
+  BudgetChange budget_change;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next

@@ -5,16 +5,23 @@
 namespace hpo::server {
 
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
-                     const std::string& base_dir, backend::Capacity* capacity,
-                     const std::string& backend_name) {
+                     const std::string& base_dir, backend::Backend* backend) {
   PlanResult result;
   ParseResult parsed = ParseSweepSpec(yaml, source, base_dir);
   result.errors = std::move(parsed.errors);
   if (!parsed.spec) return result;
-  if (capacity != nullptr) {
-    absl::Status fits = capacity->CheckFits(parsed.spec->MaxResources(), parsed.spec->placement);
+  if (backend != nullptr) {
+    backend::Placement& placement = parsed.spec->placement;
+    absl::StatusOr<std::string> where = backend->Resolve(placement);
+    if (!where.ok()) {
+      result.errors.push_back(
+          absl::StrCat(parsed.spec->source, ": backend: ", where.status().message()));
+      return result;
+    }
+    placement.backend = *where;
+    absl::Status fits = backend->CheckFits(parsed.spec->MaxResources(), placement);
     if (!fits.ok()) {
-      result.errors.push_back(absl::StrCat(parsed.spec->source, ": resources/slurm (", backend_name,
+      result.errors.push_back(absl::StrCat(parsed.spec->source, ": resources/slurm (", *where,
                                            " backend): ", fits.message()));
       return result;
     }
@@ -34,6 +41,19 @@ PlanResult PlanSweep(const std::string& yaml, const std::string& source,
   plan.keeps_curves = plan.stopper->Name() != "none";
   result.plan = std::move(plan);
   return result;
+}
+
+}  // namespace hpo::server
+
+namespace hpo::server {
+
+void ApplyBudgetChange(SweepPlan& plan, const BudgetChange& change) {
+  Budget& b = plan.spec.budget;
+  if (change.max_trials) b.max_trials = *change.max_trials;
+  if (change.max_concurrent) b.max_concurrent = *change.max_concurrent;
+  if (change.wall_time) b.wall_time = *change.wall_time;
+  if (change.gpu_hours) b.gpu_hours = *change.gpu_hours;
+  plan.limit = plan.spec.TrialLimit(*plan.sampler);
 }
 
 }  // namespace hpo::server

@@ -13,6 +13,7 @@
 #include "algorithms/sampler.h"
 #include "algorithms/stopper.h"
 #include "backend/backend.h"
+#include "server/store.h"
 #include "server/sweep_spec.h"
 
 namespace hpo::server {
@@ -32,11 +33,13 @@ struct PlanResult {
   std::vector<std::string> errors;  // "file:line:column: what is wrong"; empty when plan is set
 };
 
-// Parses `yaml` and builds its sampler and stopper. With `capacity` set, also checks that the
-// sweep's largest trial fits on that backend (named `backend_name` in the message); recovery
-// leaves it null, since a stored sweep was checked when it was submitted.
+// Parses `yaml` and builds its sampler and stopper. With `backend` set, also resolves where the
+// sweep runs (its placement's backend, filled in) and checks that the sweep's largest trial fits
+// there; recovery leaves it null, since a stored sweep was checked when it was submitted.
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
-                     const std::string& base_dir, backend::Capacity* capacity = nullptr,
-                     const std::string& backend_name = "");
+                     const std::string& base_dir, backend::Backend* backend = nullptr);
+
+// What `hpo extend` changed, over the file's budget (the trial limit follows).
+void ApplyBudgetChange(SweepPlan& plan, const BudgetChange& change);
 
 }  // namespace hpo::server

@@ -812,7 +812,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   CheckKeys(root, "the sweep",
             {"name", "parameters", "objective", "command", "pass_params", "env", "workdir",
              "budget", "resources", "slurm", "algorithm", "early_stopping", "seed", "fom_regex",
-             "stop_grace", "stop_signal", "max_retries", "checkpoint"});
+             "stop_grace", "stop_signal", "max_retries", "checkpoint", "backend"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -853,6 +853,15 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (root["budget"]) Budget_(root["budget"], spec);
   if (root["resources"]) Resources(root["resources"], spec);
   if (root["slurm"]) Slurm(root["slurm"], spec);
+  // Where it runs: as the file says; a sweep with a slurm: section asks for Slurm; else the
+  // daemon's default (left empty here).
+  if (root["backend"]) {
+    spec.placement.backend = String(root["backend"], "backend").value_or("");
+    if (spec.placement.backend != "local" && spec.placement.backend != "slurm")
+      Error(root["backend"], "backend must be local or slurm");
+  } else if (root["slurm"]) {
+    spec.placement.backend = "slurm";
+  }
   if (spec.gpu_options.empty()) spec.gpu_options = {spec.resources.gpus};
   ResolveAllocation(spec);
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);

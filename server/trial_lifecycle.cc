@@ -64,7 +64,7 @@ void TrialLifecycle::Tick() {
 
 void TrialLifecycle::Emit(SweepRuntime& sweep, v1::EventKind kind, const TrialRuntime* trial) {
   events_.Emit(sweep.rec.id, trial != nullptr ? trial->rec.id : 0,
-               EventView(sweep, backend_.Name(), kind, trial, clock_.Now()));
+               EventView(sweep, kind, trial, clock_.Now()));
 }
 
 void TrialLifecycle::SaveTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::EventKind kind) {

@@ -7,8 +7,7 @@
 
 namespace hpo::server {
 
-v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec,
-                    absl::Time now) {
+v1::Sweep SweepView(const SweepRuntime& sweep, bool with_spec, absl::Time now) {
   v1::Sweep out;
   const SweepRecord& rec = sweep.rec;
   const SweepSpec& spec = sweep.spec();
@@ -33,7 +32,7 @@ v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool 
   if (with_spec) out.set_spec_yaml(rec.spec_yaml);
   out.set_source(rec.source);
   out.set_algorithm(spec.algorithm.name);
-  out.set_backend(backend);
+  out.set_backend(rec.backend);
   out.set_owner(rec.owner);
   double used = sweep.GpuSeconds(now);
   int held = sweep.Final() ? 0 : sweep.GpusHeld();
@@ -87,8 +86,8 @@ std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrial
   return out;
 }
 
-v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::EventKind kind,
-                    const TrialRuntime* trial, absl::Time now) {
+v1::Event EventView(const SweepRuntime& sweep, v1::EventKind kind, const TrialRuntime* trial,
+                    absl::Time now) {
   v1::Event event;
   event.set_kind(kind);
   *event.mutable_time() = ToProto(now);
@@ -96,7 +95,7 @@ v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::E
   if (trial != nullptr) {
     *event.mutable_trial() = TrialView(sweep, *trial, now);
   } else {
-    *event.mutable_sweep() = SweepView(sweep, backend, false, now);
+    *event.mutable_sweep() = SweepView(sweep, false, now);
   }
   return event;
 }

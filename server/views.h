@@ -10,17 +10,15 @@
 
 namespace hpo::server {
 
-// A sweep with its counts and best; `with_spec` adds the submitted YAML. `backend` is the name
-// of the backend it runs on.
-v1::Sweep SweepView(const SweepRuntime& sweep, const std::string& backend, bool with_spec,
-                    absl::Time now);
+// A sweep with its counts and best; `with_spec` adds the submitted YAML.
+v1::Sweep SweepView(const SweepRuntime& sweep, bool with_spec, absl::Time now);
 // A trial as of `now` (its GPU-seconds count the running segment up to then).
 v1::Trial TrialView(const SweepRuntime& sweep, const TrialRuntime& trial, absl::Time now);
 // The trials `req` asks for: filtered by state, in its order, at most its limit.
 std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req,
                                   absl::Time now);
 // An event for the log: the sweep's state (trial null) or the trial's.
-v1::Event EventView(const SweepRuntime& sweep, const std::string& backend, v1::EventKind kind,
-                    const TrialRuntime* trial, absl::Time now);
+v1::Event EventView(const SweepRuntime& sweep, v1::EventKind kind, const TrialRuntime* trial,
+                    absl::Time now);
 
 }  // namespace hpo::server

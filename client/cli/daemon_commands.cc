@@ -13,7 +13,13 @@ namespace hpo::client::cli {
 DaemonCommands::DaemonCommands(CLI::App& app, int& rc) : rc_(rc) {
   CLI::App* daemon = app.add_subcommand("daemon", "start, stop or check the local hpod");
   daemon->require_subcommand(1);
-  CLI::App* start = daemon->add_subcommand("start", "start hpod in the background");
+  CLI::App* start = daemon->add_subcommand(
+      "start",
+      "start hpod in the background. Any other option of hpod's (`hpod --help`) is passed on: "
+      "e.g. --backend slurm, --slurm auto|on|off, --slurm-conf FILE, --sweeps-dir DIR, "
+      "--tls-ca FILE, --log-level debug");
+  start->allow_extras();
+  start_app_ = start;
   start->add_option("--gpus", start_.gpus,
                     "GPUs to hand out (default: what `nvidia-smi -L` lists)");
   start->add_option("--cpus", start_.cpus, "CPU slots to hand out (default: online CPUs)");
@@ -45,6 +51,7 @@ void DaemonCommands::Start() {
   if (!start_.listen.empty()) args.push_back("--listen=" + start_.listen);
   if (!start_.tls_cert.empty()) args.push_back("--tls-cert=" + AbsolutePath(start_.tls_cert));
   if (!start_.tls_key.empty()) args.push_back("--tls-key=" + AbsolutePath(start_.tls_key));
+  for (const std::string& extra : start_app_->remaining()) args.push_back(extra);
   absl::Status s = client::StartDaemon(absl::Seconds(20), args);
   if (!s.ok()) {
     rc_ = Fail(s);

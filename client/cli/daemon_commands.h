@@ -1,5 +1,6 @@
 #pragma once
-// `hpo daemon start|stop|status`: the local hpod of $HPO_DATA_DIR.
+// `hpo daemon start|stop|status`: the local hpod of $HPO_DATA_DIR. `start` passes hpod's own
+// options on, checked by hpod before it starts in the background.
 
 #include <string>
 
@@ -24,6 +25,7 @@ class DaemonCommands {
   void Status();
 
   int& rc_;
+  CLI::App* start_app_ = nullptr;
   StartOptions start_;
   StopOptions stop_;
 };

@@ -93,8 +93,8 @@ void SweepCommands::Submit() {
 void SweepCommands::List() {
   auto c = Connect();
   auto sweeps = OrExit(c->ListSweeps(ls_.active));
-  std::printf("%-5s %-24s %-12s %-40s %-12s %s\n", "id", "name", "state", "trials", "GPU-hours",
-              "best");
+  std::printf("%-5s %-24s %-12s %-8s %-40s %-12s %s\n", "id", "name", "state", "backend", "trials",
+              "GPU-hours", "best");
   for (const auto& s : sweeps) std::printf("%s\n", client::SweepLine(s).c_str());
 }
 

@@ -269,7 +269,9 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
     EXPECT_EQ((*trials)[1].stop_reason, version >= 5 ? "asha" : "");
     EXPECT_EQ((*trials)[1].segment, 1);
     EXPECT_TRUE((*trials)[1].segments.empty());
-    EXPECT_EQ((*trials)[1].gpu_seconds, 0.0);
+    EXPECT_EQ((*trials)[1].gpu_seconds, version >= 6 ? 96.0 : 0.0);
+    EXPECT_EQ((*sweeps)[0].backend, "") << "the daemon's default";
+    EXPECT_TRUE((*sweeps)[0].budget_change.empty());
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
       auto reports = (*store)->LoadReports(trial);
       ASSERT_TRUE(reports.ok());
