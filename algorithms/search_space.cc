@@ -4,7 +4,9 @@
 #include <cmath>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 
 namespace hpo::algorithms {
@@ -88,6 +90,84 @@ bool SearchSpace::Contains(const Params& values) const {
     }
   }
   return true;
+}
+
+absl::StatusOr<ParamValue> ParseValue(const ParamDef& def, const std::string& text) {
+  auto bounds = [&] {
+    return absl::StrCat(" (", def.name, " is ", def.type == ParamType::kInt ? "an int" : "a float",
+                        " in [", FormatValue(def.low), ", ", FormatValue(def.high), "]",
+                        def.step ? absl::StrCat(" with step ", FormatValue(*def.step)) : "", ")");
+  };
+  auto on_step = [&](double v) {
+    if (!def.step) return true;
+    double k = (v - def.low) / *def.step;
+    return std::abs(k - std::round(k)) < 1e-9 * std::max(1.0, std::abs(k));
+  };
+  switch (def.type) {
+    case ParamType::kFloat: {
+      double d = 0;
+      if (!absl::SimpleAtod(text, &d) || !std::isfinite(d)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(def.name, "=", text, " is not a number", bounds()));
+      }
+      if (d < def.low || d > def.high || !on_step(d)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(def.name, "=", text, " is outside the space", bounds()));
+      }
+      return ParamValue(d);
+    }
+    case ParamType::kInt: {
+      int64_t i = 0;
+      if (!absl::SimpleAtoi(text, &i)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(def.name, "=", text, " is not an integer", bounds()));
+      }
+      if (i < def.low || i > def.high || !on_step(static_cast<double>(i))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(def.name, "=", text, " is outside the space", bounds()));
+      }
+      return ParamValue(i);
+    }
+    case ParamType::kCategorical: {
+      std::vector<std::string> names;
+      for (const ParamValue& c : def.choices) {
+        if (FormatValue(c) == text) return c;
+        names.push_back(FormatValue(c));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          def.name, "=", text, " is not one of its choices (", absl::StrJoin(names, ", "), ")"));
+    }
+    case ParamType::kFixed:
+      if (FormatValue(def.value) == text) return def.value;
+      return absl::InvalidArgumentError(
+          absl::StrCat(def.name, " is fixed at ", FormatValue(def.value), ", not ", text));
+  }
+  return absl::InternalError("unknown parameter type");
+}
+
+absl::StatusOr<Params> SearchSpace::ParsePoint(
+    const std::map<std::string, std::string>& texts) const {
+  Params out;
+  for (const auto& [name, text] : texts) {
+    const ParamDef* def = Find(name);
+    if (def == nullptr) {
+      std::vector<std::string> names;
+      for (const ParamDef& p : params) names.push_back(p.name);
+      return absl::InvalidArgumentError(absl::StrCat("no parameter '", name, "' in the space (",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+    absl::StatusOr<ParamValue> v = ParseValue(*def, text);
+    if (!v.ok()) return v.status();
+    out[name] = *std::move(v);
+  }
+  for (const ParamDef& p : params) {
+    if (out.count(p.name)) continue;
+    if (p.type != ParamType::kFixed) {
+      return absl::InvalidArgumentError(absl::StrCat("no value for parameter '", p.name, "'"));
+    }
+    out[p.name] = p.value;
+  }
+  return out;
 }
 
 std::string FormatValue(const ParamValue& v) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace hpo::algorithms {
 
@@ -45,7 +46,17 @@ struct SearchSpace {
   const ParamDef* Find(const std::string& name) const;
   // True when every value of `params` lies in the space and has its parameter's type.
   bool Contains(const Params& params) const;
+  // A point given as name -> text (`hpo enqueue lr=0.01 act=relu`, an `enqueue:` entry): every
+  // parameter once, each value read by ParseValue; a fixed parameter may be left out.
+  // INVALID_ARGUMENT naming the first parameter that is unknown, missing or out of the space.
+  [[nodiscard]] absl::StatusOr<Params> ParsePoint(
+      const std::map<std::string, std::string>& texts) const;
 };
+
+// `text` as a value of `def`: a number within a float's or an int's bounds (and on its step), one
+// of a categorical's choices (as FormatValue writes it), a fixed parameter's value.
+// INVALID_ARGUMENT saying why not.
+[[nodiscard]] absl::StatusOr<ParamValue> ParseValue(const ParamDef& def, const std::string& text);
 
 // Shortest text that reads back as the same value ("0.001", "64", "relu", "true").
 std::string FormatValue(const ParamValue& v);

@@ -211,6 +211,8 @@ class Backend : public Capacity {
   virtual void Detach() {}
   // The sweep will launch nothing more: whatever the backend holds for it alone can go.
   virtual void SweepEnded(int64_t /*sweep_id*/) {}
+  // A sweep that ended launches again (`hpo extend`): it may hold room again.
+  virtual void SweepReopened(int64_t /*sweep_id*/) {}
   // `wake` (thread-safe, cheap) is called from any thread when something happened that the next
   // Poll would report, so the controller can poll at once instead of at its next tick.
   virtual void SetWakeup(std::function<void()> /*wake*/) {}

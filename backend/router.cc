@@ -137,6 +137,10 @@ void Router::SweepEnded(int64_t sweep_id) {
   for (const auto& b : backends_) b->SweepEnded(sweep_id);
 }
 
+void Router::SweepReopened(int64_t sweep_id) {
+  for (const auto& b : backends_) b->SweepReopened(sweep_id);
+}
+
 void Router::SetWakeup(std::function<void()> wake) {
   for (const auto& b : backends_) b->SetWakeup(wake);
 }

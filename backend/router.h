@@ -49,6 +49,7 @@ class Router final : public Backend {
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   void Detach() override;
   void SweepEnded(int64_t sweep_id) override;
+  void SweepReopened(int64_t sweep_id) override;
   void SetWakeup(std::function<void()> wake) override;
 
   // The backend named so, or null when it is not there.

@@ -156,6 +156,17 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
   req.set_sweep_id(sweep_id);
   HPO_UNARY(ResumeSweep, req, resp.sweep())
 }
+absl::StatusOr<v1::Sweep> Client::Extend(const v1::ExtendSweepRequest& req){HPO_UNARY(
+    ExtendSweep, req,
+    resp.sweep())} absl::StatusOr<v1::Sweep> Client::Enqueue(const v1::EnqueueRequest& req){
+    HPO_UNARY(
+        Enqueue, req,
+        resp.sweep())} absl::StatusOr<std::vector<std::string>> Client::Remove(int64_t sweep_id) {
+  v1::RemoveSweepRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(RemoveSweep, req,
+            (std::vector<std::string>(resp.removed_dirs().begin(), resp.removed_dirs().end())))
+}
 absl::StatusOr<std::vector<v1::Trial>> Client::ListTrials(const v1::ListTrialsRequest& req){
     HPO_UNARY(ListTrials, req,
               (std::vector<v1::Trial>(resp.trials().begin(), resp.trials().end())))} absl::

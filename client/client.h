@@ -40,6 +40,10 @@ class Client {
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
+  // The directories removed with it.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req);
   [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(int64_t trial_id,
                                                               bool include_reports);

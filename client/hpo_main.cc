@@ -2,6 +2,7 @@
 // of client/cli/. Exit codes: client/cli/cli.h.
 
 #include "CLI/CLI.hpp"
+#include "client/cli/change_commands.h"
 #include "client/cli/cli.h"
 #include "client/cli/daemon_commands.h"
 #include "client/cli/sweep_commands.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   hpo::client::cli::DaemonCommands daemon(app, rc);
   hpo::client::cli::SweepCommands sweeps(app, rc);
+  hpo::client::cli::ChangeCommands changes(app, rc);
   hpo::client::cli::TrialCommands trials(app, rc);
   hpo::client::cli::WatchCommands watch(app, rc);
   hpo::client::cli::UserCommands users(app, rc);

@@ -100,6 +100,9 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
   // Trials that interruptions took and that went on from their checkpoints: which segment runs.
   bool segmented =
       std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) { return t.segment() > 1; });
+  // Trials whose parameters the user gave (enqueued): where each one's came from.
+  bool origins = std::any_of(trials.begin(), trials.end(),
+                             [](const v1::Trial& t) { return !t.origin().empty(); });
 
   // Columns: fixed left, params, objective + metrics, fixed right. Drop params/metrics from the
   // right until the table fits.
@@ -112,6 +115,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
     header.push_back("runtime");
     if (segmented) header.push_back("seg");
+    if (origins) header.push_back("origin");
     if (options.where) {
       header.push_back("gpus");
       header.push_back("where");
@@ -133,6 +137,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t)))
                                        : "-");
       if (segmented) row.push_back(std::to_string(t.segment()));
+      if (origins) row.push_back(t.origin().empty() ? "sampled" : t.origin());
       if (options.where) {
         row.push_back(t.gpus().empty() ? "-" : t.gpus());
         row.push_back(t.backend_id().empty() ? "-" : t.backend_id());
@@ -273,9 +278,10 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   std::vector<std::string> header = {"trial_id", "sweep_id", "number", "state"};
   for (const auto& p : params) header.push_back("param." + p);
   for (const auto& m : metrics) header.push_back("metric." + m);
-  for (const char* c : {"objective", "step", "report_count", "exit_code", "attempt", "backend_id",
-                        "gpus", "parent", "lineage", "started_at", "ended_at", "runtime_s",
-                        "segment", "gpu_seconds", "interruptions", "interruption", "message"}) {
+  for (const char* c :
+       {"objective", "step", "report_count", "exit_code", "attempt", "backend_id", "gpus", "parent",
+        "lineage", "started_at", "ended_at", "runtime_s", "segment", "gpu_seconds", "interruptions",
+        "interruption", "origin", "message"}) {
     header.push_back(c);
   }
   std::string out = absl::StrJoin(header, ",") + "\n";
@@ -306,6 +312,7 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
     row.push_back(absl::StrFormat("%.3f", t.gpu_seconds()));
     row.push_back(InterruptionsText(t));
     row.push_back(v1::InterruptionName(t.interruption()));
+    row.push_back(t.origin());
     row.push_back(CsvField(t.message()));
     out += absl::StrJoin(row, ",") + "\n";
   }
@@ -371,6 +378,7 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     }
     j["segments"] = std::move(segments);  // the segments interruptions ended, oldest first
     j["interruption"] = v1::InterruptionName(t.interruption());  // "" when none
+    j["origin"] = t.origin();                                    // "" sampled, "enqueued"
     j["message"] = t.message();
     arr.push_back(std::move(j));
   }

@@ -1,6 +1,11 @@
 #include "server/controller.h"
 
+#include <filesystem>
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "hpo/v1/states.h"
@@ -118,6 +123,7 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
   rec.created_at = clock_.Now();
   rec.owner = owner;
   rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
+  rec.queue = sweep->spec().enqueue;
   rec.name = !req.name().empty() ? req.name() : sweep->spec().name;
   ASSIGN_OR_RETURN(rec.id, store_.InsertSweep(rec));
   if (rec.name.empty()) {
@@ -193,6 +199,188 @@ absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
   lifecycle_.SaveSweep(*sweep);
   lifecycle_.Schedule(*sweep);
   return View(*sweep);
+}
+
+absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) {
+  ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(req.sweep_id()));
+  const std::string id = absl::StrCat("sweep ", req.sweep_id());
+  RETURN_IF_ERROR(CheckChangeable(*sweep, "extended"));
+  const Budget& now_budget = sweep->spec().budget;
+  BudgetChange change = sweep->rec.budget_change;
+  std::vector<std::string> said;
+  if (req.max_trials() < 0 || req.add_trials() < 0 || req.max_concurrent() < 0 ||
+      req.wall_time_seconds() < 0 || req.gpu_hours() < 0 || req.add_gpu_hours() < 0) {
+    return absl::InvalidArgumentError("extend: every amount must be positive");
+  }
+  if (req.max_trials() > 0 && req.add_trials() > 0) {
+    return absl::InvalidArgumentError(
+        "extend: give the new number of trials or how many more, not both");
+  }
+  if (req.gpu_hours() > 0 && req.add_gpu_hours() > 0) {
+    return absl::InvalidArgumentError(
+        "extend: give the new GPU-hour budget or how many more, not both");
+  }
+  const int64_t made = sweep->Counted();
+  if (req.max_trials() > 0 || req.add_trials() > 0) {
+    int64_t limit = req.max_trials() > 0 ? req.max_trials()
+                                         : std::max(sweep->plan.limit, made) + req.add_trials();
+    if (limit <= made) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("extend: ", id, " already made ", made, " trial(s); --trials ", limit,
+                       " gives it none more (use a larger number, or +N)"));
+    }
+    std::optional<int64_t> cap = sweep->plan.sampler->Capacity(sweep->spec().space);
+    if (sweep->exhausted || (cap && sweep->sampled >= *cap)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("extend: ", id, "'s ", sweep->plan.sampler->Name(),
+                       " search has nothing more to propose (", sweep->sampled,
+                       " trial(s) made); more trials need a larger space: `hpo fork`"));
+    }
+    change.max_trials = limit;
+    said.push_back(absl::StrCat("trials ", limit));
+  }
+  if (req.max_concurrent() > 0) {
+    change.max_concurrent = req.max_concurrent();
+    said.push_back(absl::StrCat("concurrent ", req.max_concurrent()));
+  }
+  if (req.wall_time_seconds() > 0) {
+    absl::Duration more = absl::Seconds(req.wall_time_seconds());
+    change.wall_time = (clock_.Now() - sweep->rec.created_at) + more;
+    said.push_back(absl::StrCat("wall time ", absl::FormatDuration(more), " more"));
+  }
+  if (req.gpu_hours() > 0 || req.add_gpu_hours() > 0) {
+    double hours = req.gpu_hours() > 0 ? req.gpu_hours()
+                                       : now_budget.gpu_hours.value_or(0) + req.add_gpu_hours();
+    double used = sweep->GpuSeconds(clock_.Now()) / 3600;
+    if (hours <= used) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "extend: %s already used %.4g GPU-hours; a budget of %.4g gives it nothing more", id,
+          used, hours));
+    }
+    change.gpu_hours = hours;
+    said.push_back(absl::StrFormat("GPU-hours %.4g", hours));
+  }
+  if (said.empty()) {
+    return absl::InvalidArgumentError(
+        "extend: nothing to change (give --trials, --wall-time, --concurrent or --gpu-hours)");
+  }
+  // What stopped it must have moved, or it would end again at once.
+  absl::Duration ran = clock_.Now() - sweep->rec.created_at;
+  if (std::optional<absl::Duration> wall =
+          change.wall_time ? change.wall_time : now_budget.wall_time;
+      wall && ran >= *wall) {
+    return absl::InvalidArgumentError(absl::StrCat("extend: ", id, "'s wall time (",
+                                                   absl::FormatDuration(*wall),
+                                                   ") has run out; give --wall-time too"));
+  }
+  double used_hours = sweep->GpuSeconds(clock_.Now()) / 3600;
+  if (std::optional<double> hours = change.gpu_hours ? change.gpu_hours : now_budget.gpu_hours;
+      hours && used_hours >= *hours) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("extend: %s used its %.4g GPU-hours; give --gpu-hours too", id, *hours));
+  }
+  int64_t limit = change.max_trials ? *change.max_trials : sweep->plan.limit;
+  if (sweep->retries.empty() && sweep->rec.queue.empty() && limit > 0 && made >= limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("extend: ", id, " made all its ", limit, " trial(s); give --trials too"));
+  }
+  Change(*sweep, change, absl::StrCat("extended by the user: ", absl::StrJoin(said, ", ")));
+  return View(*sweep);
+}
+
+absl::Status Controller::CheckChangeable(const SweepRuntime& sweep, const char* verb) const {
+  v1::SweepState state = sweep.Ending() ? sweep.rec.ending : sweep.rec.state;
+  if (state == v1::SWEEP_STATE_CANCELED || state == v1::SWEEP_STATE_FAILED ||
+      state == v1::SWEEP_STATE_GOAL_REACHED || !sweep.plan.sampler) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sweep ", sweep.rec.id, " is ", v1::StateName(state), sweep.Ending() ? " (ending)" : "",
+        ": only a running sweep, or one that ran out of budget (COMPLETED, TIMED_OUT), can be ",
+        verb, "; `hpo fork` starts a new one from it"));
+  }
+  return absl::OkStatus();
+}
+
+void Controller::Change(SweepRuntime& sweep, const BudgetChange& change,
+                        const std::string& message) {
+  sweep.rec.budget_change = change;
+  ApplyBudgetChange(sweep.plan, change);
+  sweep.gpu_budget_spent = false;  // CheckGpuBudget decides again, against the new budget
+  bool reopens = sweep.Final() || sweep.Ending();
+  if (sweep.Final()) {
+    sweep.rec.state = v1::SWEEP_STATE_RUNNING;
+    sweep.rec.ended_at.reset();
+    backend_.SweepReopened(sweep.rec.id);
+  }
+  sweep.rec.ending = v1::SWEEP_STATE_UNSPECIFIED;
+  sweep.rec.message = message;
+  spdlog::info("sweep {}: {}{}", sweep.rec.id, message, reopens ? " (reopened)" : "");
+  lifecycle_.SaveSweep(sweep);
+  lifecycle_.Schedule(sweep);
+}
+
+absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
+  ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(req.sweep_id()));
+  const std::string id = absl::StrCat("sweep ", req.sweep_id());
+  RETURN_IF_ERROR(CheckChangeable(*sweep, "given configurations"));
+  if (req.points().empty()) return absl::InvalidArgumentError("enqueue: no configuration given");
+  std::vector<algorithms::Params> points;
+  for (int i = 0; i < req.points_size(); ++i) {
+    const auto& values = req.points(i).values();
+    absl::StatusOr<algorithms::Params> p =
+        sweep->spec().space.ParsePoint({values.begin(), values.end()});
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("enqueue: configuration ", i + 1, ": ", p.status().message()));
+    }
+    points.push_back(*std::move(p));
+  }
+  const Budget& budget = sweep->spec().budget;
+  if (budget.wall_time && clock_.Now() - sweep->rec.created_at >= *budget.wall_time) {
+    return absl::InvalidArgumentError(absl::StrCat("enqueue: ", id,
+                                                   "'s wall time has run out; `hpo extend ",
+                                                   sweep->rec.id, " --wall-time D` first"));
+  }
+  if (budget.gpu_hours && sweep->GpuSeconds(clock_.Now()) >= *budget.gpu_hours * 3600) {
+    return absl::InvalidArgumentError(absl::StrCat("enqueue: ", id,
+                                                   " used its GPU-hour budget; `hpo extend ",
+                                                   sweep->rec.id, " --gpu-hours X` first"));
+  }
+  // They run whatever is left of the trial budget: the limit grows when they need it to.
+  BudgetChange change = sweep->rec.budget_change;
+  int64_t want = sweep->Counted() + static_cast<int64_t>(sweep->rec.queue.size()) +
+                 static_cast<int64_t>(points.size());
+  std::string message = absl::StrCat(points.size(), " configuration(s) enqueued by the user");
+  if (budget.max_trials > 0 && want > sweep->plan.limit) {
+    change.max_trials = want;
+    absl::StrAppend(&message, "; budget.max_trials raised to ", want, " for them");
+  }
+  for (auto& p : points) sweep->rec.queue.push_back(std::move(p));
+  Change(*sweep, change, message);
+  return View(*sweep);
+}
+
+absl::StatusOr<std::vector<std::string>> Controller::Remove(int64_t sweep_id) {
+  ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(sweep_id));
+  if (!sweep->Final()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep_id, " is ", v1::StateName(sweep->rec.state),
+                     "; only an ended sweep can be removed (hpo cancel ", sweep_id, " first)"));
+  }
+  // Its directories: where its trials' are (`<sweeps>/<id>/trials/<number>`), and where a sweep
+  // of this id would have them now. Nothing else is removed.
+  std::set<std::string> dirs;
+  const std::string name = std::to_string(sweep_id);
+  for (const auto& t : sweep->trials) {
+    std::filesystem::path trials = std::filesystem::path(t->rec.trial_dir).parent_path();
+    if (trials.filename() == "trials" && trials.parent_path().filename() == name) {
+      dirs.insert(trials.parent_path().string());
+    }
+  }
+  dirs.insert(lifecycle_.options().data_dir.sweep_dir(sweep_id));
+  RETURN_IF_ERROR(store_.DeleteSweep(sweep_id));
+  spdlog::info("sweep {} '{}' removed", sweep_id, sweep->rec.name);
+  table_.RemoveSweep(sweep_id);
+  return std::vector<std::string>(dirs.begin(), dirs.end());
 }
 
 absl::StatusOr<std::vector<v1::Trial>> Controller::ListTrials(

@@ -88,6 +88,17 @@ class Controller {
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  // More budget (v1::ExtendSweepRequest): a COMPLETED or TIMED_OUT sweep reopens. INVALID_ARGUMENT
+  // for a change that gives nothing more (fewer trials than it made, a GPU-hour budget below what
+  // was used), FAILED_PRECONDITION for a sweep that cannot go on; nothing changes then.
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
+  // Removes an ended sweep from the store and from memory; returns the directories of its trials
+  // for the caller to remove once that is committed. FAILED_PRECONDITION for one not ended.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(int64_t sweep_id);
+  // Configurations that run before anything the sampler proposes (v1::EnqueueRequest), checked
+  // against the space; they count toward budget.max_trials, which grows if they need it. A sweep
+  // that ran out of trials reopens. INVALID_ARGUMENT for a point outside the space.
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       const v1::ListTrialsRequest& req) const;
   [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
@@ -108,6 +119,11 @@ class Controller {
   // After every commit: events go out, and a change in whether hpod can write is logged.
   void Committed(const absl::Status& commit);
   [[nodiscard]] absl::StatusOr<SweepRuntime*> FindSweep(int64_t sweep_id) const;
+  // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).
+  [[nodiscard]] absl::Status CheckChangeable(const SweepRuntime& sweep, const char* verb) const;
+  // A new budget (`hpo extend`, `hpo enqueue`): applied and stored, and a sweep that had ended
+  // reopens.
+  void Change(SweepRuntime& sweep, const BudgetChange& change, const std::string& message);
   v1::Sweep View(const SweepRuntime& sweep, bool with_spec = false) const;
 
   Store& store_;

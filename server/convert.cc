@@ -53,6 +53,7 @@ v1::Trial ToProto(const TrialRecord& rec) {
   out.set_stop_state(rec.stop_state);
   out.set_interruption(rec.interruption);
   out.set_segment(rec.segment);
+  out.set_origin(rec.origin);
   out.set_gpu_seconds(rec.gpu_seconds);
   if (rec.segment_started_at) *out.mutable_segment_started_at() = ToProto(*rec.segment_started_at);
   for (const SegmentRecord& seg : rec.segments) {

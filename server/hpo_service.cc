@@ -276,6 +276,56 @@ HPO_SWEEP_VERB(PauseSweep, Pause)
 HPO_SWEEP_VERB(ResumeSweep, Resume)
 #undef HPO_SWEEP_VERB
 
+grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContext* ctx,
+                                                      const v1::ExtendSweepRequest* req,
+                                                      v1::ExtendSweepResponse* resp) {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+    auto sweep = controller_.Extend(*req);
+    if (!sweep.ok()) return sweep.status();
+    *resp->mutable_sweep() = std::move(*sweep);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* ctx,
+                                                  const v1::EnqueueRequest* req,
+                                                  v1::EnqueueResponse* resp) {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+    auto sweep = controller_.Enqueue(*req);
+    if (!sweep.ok()) return sweep.status();
+    *resp->mutable_sweep() = std::move(*sweep);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContext* ctx,
+                                                      const v1::RemoveSweepRequest* req,
+                                                      v1::RemoveSweepResponse* resp) {
+  // The rows go in one batch; once that is committed, the directories go on the files' thread
+  // (a large sweep's checkpoints take a while), and then the call is answered.
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = Authorized(ctx, reactor);
+  if (!caller) return reactor;
+  controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
+    absl::StatusOr<std::vector<std::string>> dirs =
+        [&]() -> absl::StatusOr<std::vector<std::string>> {
+      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+      return controller_.Remove(req->sweep_id());
+    }();
+    return [this, reactor, resp, dirs = std::move(dirs)](const absl::Status& commit) {
+      if (!dirs.ok() || !commit.ok()) {
+        reactor->Finish(ToGrpc(dirs.ok() ? commit : dirs.status()));
+        return;
+      }
+      for (const std::string& d : *dirs) resp->add_removed_dirs(d);
+      files_.Remove(*dirs, [reactor](const absl::Status& s) { reactor->Finish(ToGrpc(s)); });
+    };
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
                                                      const v1::ListTrialsRequest* req,
                                                      v1::ListTrialsResponse* resp) {

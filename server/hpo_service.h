@@ -49,6 +49,14 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   grpc::ServerUnaryReactor* ResumeSweep(grpc::CallbackServerContext* ctx,
                                         const v1::ResumeSweepRequest* req,
                                         v1::ResumeSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* ExtendSweep(grpc::CallbackServerContext* ctx,
+                                        const v1::ExtendSweepRequest* req,
+                                        v1::ExtendSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
+                                    v1::EnqueueResponse* resp) override;
+  grpc::ServerUnaryReactor* RemoveSweep(grpc::CallbackServerContext* ctx,
+                                        const v1::RemoveSweepRequest* req,
+                                        v1::RemoveSweepResponse* resp) override;
   grpc::ServerUnaryReactor* ListTrials(grpc::CallbackServerContext* ctx,
                                        const v1::ListTrialsRequest* req,
                                        v1::ListTrialsResponse* resp) override;

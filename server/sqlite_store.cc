@@ -119,10 +119,14 @@ const std::vector<const char*> kMigrations = {
     )sql",
     // v7: one daemon, several backends, and sweeps changed after submit. backend: where the
     // sweep's trials run ('' before: the daemon's default); budget_json: what `hpo extend`
-    // changed of the file's budget ({max_trials, max_concurrent, wall_time_s, gpu_hours}).
+    // changed of the file's budget ({max_trials, max_concurrent, wall_time_s, gpu_hours});
+    // queue_json: configurations enqueued and not yet made trials ([{name: value}]); a trial's
+    // origin: '' sampled, 'enqueued'.
     R"sql(
     ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
     ALTER TABLE sweeps ADD COLUMN budget_json TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE sweeps ADD COLUMN queue_json TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE trials ADD COLUMN origin TEXT NOT NULL DEFAULT '';
     )sql",
 };
 
@@ -484,6 +488,8 @@ absl::Status SqliteStore::Execute(const Write& w) {
     case Write::Kind::kInsertSweep:
     case Write::Kind::kUpdateSweep:
       return WriteSweep(std::get<SweepRecord>(w.record), w.kind == Write::Kind::kInsertSweep);
+    case Write::Kind::kDeleteSweep:
+      return WriteDeleteSweep(std::get<SweepRecord>(w.record).id);
     case Write::Kind::kInsertTrial:
     case Write::Kind::kUpdateTrial:
       return WriteTrial(std::get<TrialRecord>(w.record), w.kind == Write::Kind::kInsertTrial);
@@ -504,6 +510,26 @@ absl::StatusOr<int64_t> SqliteStore::InsertSweep(const SweepRecord& s) {
 
 absl::Status SqliteStore::UpdateSweep(const SweepRecord& s) {
   return Take({Write::Kind::kUpdateSweep, s});
+}
+
+absl::Status SqliteStore::DeleteSweep(int64_t sweep_id) {
+  SweepRecord rec;
+  rec.id = sweep_id;
+  return Take({Write::Kind::kDeleteSweep, std::move(rec)});
+}
+
+absl::Status SqliteStore::WriteDeleteSweep(int64_t sweep_id) {
+  for (const char* sql :
+       {"DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE sweep_id=?1)",
+        "DELETE FROM report_log WHERE trial_id IN (SELECT id FROM trials WHERE sweep_id=?1)",
+        "DELETE FROM events WHERE sweep_id=?1", "DELETE FROM trials WHERE sweep_id=?1",
+        "DELETE FROM sweeps WHERE id=?1"}) {
+    sqlite3_stmt* st = Prepare(sql);
+    if (st == nullptr) return Error("preparing a sweep's removal");
+    sqlite3_bind_int64(st, 1, sweep_id);
+    if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("removing sweep ", sweep_id));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> SqliteStore::InsertTrial(const TrialRecord& t) {
@@ -550,13 +576,19 @@ BudgetChange BudgetChangeFromJson(const std::string& text) {
   return c;
 }
 
+std::string QueueJson(const std::vector<algorithms::Params>& queue) {
+  json j = json::array();
+  for (const auto& p : queue) j.push_back(json::parse(ParamsToJsonText(p)));
+  return j.dump();
+}
+
 }  // namespace
 
 absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner, backend, budget_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json, queue_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite3_bind_int64(st, 1, s.id);
     BindText(st, 2, s.name);
@@ -570,12 +602,13 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
     BindText(st, 10, s.owner);
     BindText(st, 11, s.backend);
     BindText(st, 12, BudgetChangeJson(s.budget_change));
+    BindText(st, 13, QueueJson(s.queue));
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
   sqlite3_stmt* st = Prepare(
-      "UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=?, budget_json=? "
-      "WHERE id=?");
+      "UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=?, budget_json=?, "
+      "queue_json=? WHERE id=?");
   if (st == nullptr) return Error("preparing sweep update");
   BindText(st, 1, s.name);
   BindText(st, 2, v1::SweepState_Name(s.state));
@@ -583,7 +616,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   BindOptTime(st, 4, s.ended_at);
   BindText(st, 5, s.ending == v1::SWEEP_STATE_UNSPECIFIED ? "" : v1::SweepState_Name(s.ending));
   BindText(st, 6, BudgetChangeJson(s.budget_change));
-  sqlite3_bind_int64(st, 7, s.id);
+  BindText(st, 7, QueueJson(s.queue));
+  sqlite3_bind_int64(st, 8, s.id);
   if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating sweep ", s.id));
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("sweep ", s.id, " not in the store"));
@@ -628,7 +662,8 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   BindOptTime(st, 28, t.segment_started_at);
   sqlite3_bind_double(st, 29, t.gpu_seconds);
   BindText(st, 30, SegmentsToJson(t.segments));
-  sqlite3_bind_int64(st, 31, t.id);
+  BindText(st, 31, t.origin);
+  sqlite3_bind_int64(st, 32, t.id);
 }
 
 absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
@@ -637,14 +672,14 @@ absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
                " objective, created_at, started_at, ended_at, exit_code, term_signal, message,"
                " backend_id, trial_dir, attempt, retry_of, token, report_count, gpus,"
                " infra_failure, parent, lineage, stop_state, stop_reason, interruption, segment,"
-               " segment_started_at, gpu_seconds, segments_json, id)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " segment_started_at, gpu_seconds, segments_json, origin, id)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
              : "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?,"
                " last_metrics_json=?, objective=?, created_at=?, started_at=?, ended_at=?,"
                " exit_code=?, term_signal=?, message=?, backend_id=?, trial_dir=?, attempt=?,"
                " retry_of=?, token=?, report_count=?, gpus=?, infra_failure=?, parent=?,"
                " lineage=?, stop_state=?, stop_reason=?, interruption=?, segment=?,"
-               " segment_started_at=?, gpu_seconds=?, segments_json=? WHERE id=?");
+               " segment_started_at=?, gpu_seconds=?, segments_json=?, origin=? WHERE id=?");
   if (st == nullptr) return Error(insert ? "preparing trial insert" : "preparing trial update");
   BindTrial(st, t);
   if (sqlite3_step(st) != SQLITE_DONE) {
@@ -733,7 +768,7 @@ absl::Status SqliteStore::MoveDueSlices() {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner, backend, budget_json "
+      "owner, backend, budget_json, queue_json "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -753,6 +788,10 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     s.owner = Text(st, 10);
     s.backend = Text(st, 11);
     s.budget_change = BudgetChangeFromJson(Text(st, 12));
+    json queue = json::parse(Text(st, 13), nullptr, /*allow_exceptions=*/false);
+    if (queue.is_array()) {
+      for (const json& p : queue) s.queue.push_back(ParamsFromJson(p));
+    }
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");
@@ -765,7 +804,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
       " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage,"
       " stop_state, stop_reason, interruption, segment, segment_started_at, gpu_seconds,"
-      " segments_json FROM trials"
+      " segments_json, origin FROM trials"
       " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
@@ -810,6 +849,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     t.segment = sqlite3_column_int(st, 27);
     if (auto v = OptReal(st, 28)) t.segment_started_at = FromUnix(*v);
     t.gpu_seconds = sqlite3_column_double(st, 29);
+    t.origin = Text(st, 31);
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

@@ -67,6 +67,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::Status Health() const override { return health_; }
   [[nodiscard]] absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) override;
   [[nodiscard]] absl::Status UpdateSweep(const SweepRecord& sweep) override;
+  [[nodiscard]] absl::Status DeleteSweep(int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) override;
   [[nodiscard]] absl::Status UpdateTrial(const TrialRecord& trial) override;
   [[nodiscard]] absl::Status InsertReport(const ReportRecord& report) override;
@@ -82,7 +83,15 @@ class SqliteStore final : public Store {
  private:
   // One write as it was handed over, kept until it commits.
   struct Write {
-    enum class Kind { kInsertSweep, kUpdateSweep, kInsertTrial, kUpdateTrial, kReport, kEvent };
+    enum class Kind {
+      kInsertSweep,
+      kUpdateSweep,
+      kDeleteSweep,
+      kInsertTrial,
+      kUpdateTrial,
+      kReport,
+      kEvent
+    };
     Kind kind;
     std::variant<SweepRecord, TrialRecord, ReportRecord, EventRecord> record;
   };
@@ -100,6 +109,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::Status Take(Write write);
   [[nodiscard]] absl::Status Execute(const Write& write);
   [[nodiscard]] absl::Status WriteSweep(const SweepRecord& s, bool insert);
+  [[nodiscard]] absl::Status WriteDeleteSweep(int64_t sweep_id);
   [[nodiscard]] absl::Status WriteTrial(const TrialRecord& t, bool insert);
   [[nodiscard]] absl::Status WriteReport(const ReportRecord& r);
   [[nodiscard]] absl::Status WriteEvent(const EventRecord& e);

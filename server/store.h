@@ -60,6 +60,9 @@ struct SweepRecord {
   // hpod served several backends: they run on the daemon's default.
   std::string backend;
   BudgetChange budget_change;
+  // Configurations given to run first (the file's `enqueue:`, `hpo enqueue`) that are not
+  // trials yet, in order.
+  std::vector<algorithms::Params> queue;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next
@@ -112,6 +115,9 @@ struct TrialRecord {
   std::optional<absl::Time> segment_started_at;
   double gpu_seconds = 0;
   std::vector<SegmentRecord> segments;
+  // Where its parameters came from: "" the sampler (or, for a retry, its original);
+  // "enqueued": given by the user.
+  std::string origin;
 };
 
 struct ReportRecord {
@@ -142,6 +148,8 @@ class Store {
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) = 0;
   [[nodiscard]] virtual absl::Status UpdateSweep(const SweepRecord& sweep) = 0;
+  // The sweep and everything of it: its trials, their reports, its events.
+  [[nodiscard]] virtual absl::Status DeleteSweep(int64_t sweep_id) = 0;
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
   [[nodiscard]] virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
   [[nodiscard]] virtual absl::Status InsertReport(const ReportRecord& report) = 0;

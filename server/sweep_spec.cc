@@ -179,6 +179,7 @@ class Parser {
   void Slurm(const YAML::Node& node, SweepSpec& spec);
   void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
   void Checkpoint(const YAML::Node& node, SweepSpec& spec);
+  void Enqueue(const YAML::Node& node, SweepSpec& spec);
   // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
   void CheckTimes(const YAML::Node& root, const SweepSpec& spec);
   // A GPU-hour budget needs trials that use GPUs.
@@ -497,6 +498,30 @@ void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
+void Parser::Enqueue(const YAML::Node& node, SweepSpec& spec) {
+  if (!node.IsSequence()) {
+    Error(node, "enqueue must be a list of configurations ({name: value, ...})");
+    return;
+  }
+  for (const YAML::Node& entry : node) {
+    if (!ExpectMap(entry, "an enqueue entry")) continue;
+    std::map<std::string, std::string> texts;
+    for (const auto& kv : entry) {
+      if (!kv.second.IsScalar()) {
+        Error(kv.second, absl::StrCat("enqueue: ", kv.first.Scalar(), " must be a single value"));
+        continue;
+      }
+      texts[kv.first.Scalar()] = kv.second.Scalar();
+    }
+    absl::StatusOr<algorithms::Params> point = spec.space.ParsePoint(texts);
+    if (!point.ok()) {
+      Error(entry, absl::StrCat("enqueue: ", point.status().message()));
+      continue;
+    }
+    spec.enqueue.push_back(*std::move(point));
+  }
+}
+
 void Parser::Checkpoint(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "checkpoint")) return;
   CheckKeys(node, "checkpoint", {"signal", "grace", "max_segments"});
@@ -810,9 +835,10 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     return;
   }
   CheckKeys(root, "the sweep",
-            {"name", "parameters", "objective", "command", "pass_params", "env", "workdir",
-             "budget", "resources", "slurm", "algorithm", "early_stopping", "seed", "fom_regex",
-             "stop_grace", "stop_signal", "max_retries", "checkpoint", "backend"});
+            {"name",        "parameters",     "objective",  "command",   "pass_params",
+             "env",         "workdir",        "budget",     "resources", "slurm",
+             "algorithm",   "early_stopping", "seed",       "fom_regex", "stop_grace",
+             "stop_signal", "max_retries",    "checkpoint", "backend",   "enqueue"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -902,6 +928,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     spec.max_retries =
         static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
   if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
+  if (root["enqueue"]) Enqueue(root["enqueue"], spec);
   CheckTimes(root, spec);
   CheckGpuBudget(root, spec);
 
@@ -909,6 +936,13 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);
   if (!sampler.ok()) {
     Error(root["algorithm"] ? root["algorithm"] : root, sampler.status().message());
+    return;
+  }
+  if (spec.budget.max_trials > 0 &&
+      static_cast<int64_t>(spec.enqueue.size()) > spec.budget.max_trials) {
+    Error(root["enqueue"], absl::StrCat("enqueue: ", spec.enqueue.size(),
+                                        " configurations, more than budget.max_trials (",
+                                        spec.budget.max_trials, "); they count toward it"));
     return;
   }
   if (spec.budget.max_trials == 0 && !(*sampler)->Capacity(spec.space) && !spec.budget.wall_time) {

@@ -74,6 +74,9 @@ struct SweepSpec {
   int stop_signal = 15;  // SIGTERM; what a stopped trial gets before the grace period
   int max_retries = 2;   // retries of trials the infrastructure lost
   Checkpointing checkpoint;
+  // Configurations that run first (the file's `enqueue:`), in order; they count toward
+  // budget.max_trials.
+  std::vector<algorithms::Params> enqueue;
 
   // The argv of one trial: placeholders filled, flags appended.
   // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch; its own

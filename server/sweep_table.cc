@@ -39,7 +39,8 @@ int SweepRuntime::GpusHeld() const {
 
 bool SweepRuntime::MoreToCreate() const {
   if (gpu_budget_spent) return false;
-  return !retries.empty() || (!exhausted && (plan.limit == 0 || sampled < plan.limit));
+  return !retries.empty() || !rec.queue.empty() ||
+         (!exhausted && (plan.limit == 0 || Counted() < plan.limit));
 }
 
 SweepRuntime* SweepTable::FindSweep(int64_t id) const {
@@ -57,6 +58,13 @@ SweepRuntime& SweepTable::AddSweep(std::unique_ptr<SweepRuntime> sweep) {
   SweepRuntime& s = *sweep;
   sweeps_[s.rec.id] = std::move(sweep);
   return s;
+}
+
+void SweepTable::RemoveSweep(int64_t id) {
+  auto it = sweeps_.find(id);
+  if (it == sweeps_.end()) return;
+  for (const auto& t : it->second->trials) trials_by_id_.erase(t->rec.id);
+  sweeps_.erase(it);
 }
 
 TrialRuntime& SweepTable::AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRuntime> trial) {

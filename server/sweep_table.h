@@ -24,6 +24,9 @@
 
 namespace hpo::server {
 
+// TrialRecord::origin of a trial made from an enqueued configuration.
+inline constexpr char kEnqueued[] = "enqueued";
+
 struct TrialRuntime {
   TrialRecord rec;
   bool progress_dirty = false;  // reported since last saved
@@ -52,6 +55,7 @@ struct SweepRuntime {
   std::vector<double>
       objectives;               // history's objectives as one column (SuggestRequest::objectives)
   int64_t sampled = 0;          // trials proposed by the sampler (retries excluded)
+  int64_t enqueued = 0;         // trials made from rec.queue (retries excluded)
   bool exhausted = false;       // the sampler has nothing more
   std::deque<int64_t> retries;  // numbers of LOST trials to run again
   std::deque<int64_t> pending;  // numbers of PENDING trials, launch order
@@ -73,8 +77,12 @@ struct SweepRuntime {
   const SweepSpec& spec() const { return plan.spec; }
   bool Final() const;
   bool Ending() const { return rec.ending != v1::SWEEP_STATE_UNSPECIFIED; }
-  // More trials to create: retries, or the sampler within the limit.
+  // More trials to create: retries, enqueued configurations, or the sampler within the limit
+  // (which enqueued trials count toward).
   bool MoreToCreate() const;
+  // The trials that count toward plan.limit: the sampler's, and the enqueued ones when the
+  // budget names a number of trials (a grid without one runs its points besides them).
+  int64_t Counted() const { return sampled + (spec().budget.max_trials > 0 ? enqueued : 0); }
   TrialRuntime& trial(int64_t number) { return *trials[static_cast<size_t>(number)]; }
   // The GPUs a trial of this sweep holds while it runs (per node x nodes).
   int TrialGpus(const TrialRecord& trial) const;
@@ -91,6 +99,8 @@ class SweepTable {
   SweepRuntime* FindSweep(int64_t id) const;
   std::pair<SweepRuntime*, TrialRuntime*> FindTrial(int64_t id) const;
   SweepRuntime& AddSweep(std::unique_ptr<SweepRuntime> sweep);
+  // Forgets the sweep and its trials (`hpo rm`).
+  void RemoveSweep(int64_t id);
   // Appends a trial (its record's number is the next one) and its history entry, finished with
   // its objective when its record is in a final state.
   TrialRuntime& AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRuntime> trial);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "common/files.h"
 
@@ -66,6 +67,17 @@ void ThreadedTrialFiles::Tail(std::string path, int64_t max_bytes, TailDone done
   cv_.notify_one();
 }
 
+void ThreadedTrialFiles::Remove(std::vector<std::string> dirs, RemoveDone done) {
+  {
+    std::lock_guard lock(mu_);
+    Job job;
+    job.remove = std::move(dirs);
+    job.removed = std::move(done);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
 void ThreadedTrialFiles::SetWakeup(std::function<void()> wake) {
   std::lock_guard lock(mu_);
   wake_ = std::move(wake);
@@ -95,6 +107,11 @@ void ThreadedTrialFiles::Loop() {
         lock.lock();
         continue;
       }
+      if (job.removed) {
+        job.removed(RemoveTrees(job.remove));
+        lock.lock();
+        continue;
+      }
       absl::Status s = PrepareTrialDir(job.dir);
       lock.lock();
       if (absl::IsUnavailable(s)) {
@@ -110,6 +127,15 @@ void ThreadedTrialFiles::Loop() {
     }
     if (news && wake_) wake_();
   }
+}
+
+absl::Status RemoveTrees(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot remove ", dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hpo::server

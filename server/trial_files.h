@@ -42,6 +42,7 @@ class TrialFiles {
     bool missing = false;    // there is no such file (yet)
   };
   using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
+  using RemoveDone = std::function<void(absl::Status)>;
 
   virtual ~TrialFiles() = default;
   // Makes `dir` and its parents.
@@ -52,6 +53,8 @@ class TrialFiles {
   [[nodiscard]] virtual absl::Status Health() const = 0;
   // Reads at most `max_bytes` of the end of `path`, then calls `done`.
   virtual void Tail(std::string path, int64_t max_bytes, TailDone done) = 0;
+  // Removes each directory with everything in it (`hpo rm`), then calls `done`.
+  virtual void Remove(std::vector<std::string> dirs, RemoveDone done) = 0;
   virtual void SetWakeup(std::function<void()> wake) = 0;
 };
 
@@ -65,6 +68,7 @@ class ThreadedTrialFiles final : public TrialFiles {
   std::vector<Prepared> Poll() override;
   [[nodiscard]] absl::Status Health() const override;
   void Tail(std::string path, int64_t max_bytes, TailDone done) override;
+  void Remove(std::vector<std::string> dirs, RemoveDone done) override;
   void SetWakeup(std::function<void()> wake) override;
 
  private:
@@ -73,6 +77,8 @@ class ThreadedTrialFiles final : public TrialFiles {
     std::string path;  // Tail
     int64_t max_bytes = 0;
     TailDone done;
+    std::vector<std::string> remove;  // Remove
+    RemoveDone removed;
   };
   void Loop();
 
@@ -89,6 +95,8 @@ class ThreadedTrialFiles final : public TrialFiles {
 
 // The work itself, shared by every TrialFiles: makes the directory and its parents.
 [[nodiscard]] absl::Status PrepareTrialDir(const std::string& dir);
+// Removes the directories and what is in them; one that is not there is no error.
+[[nodiscard]] absl::Status RemoveTrees(const std::vector<std::string>& dirs);
 // Reads the end of a log; a missing file is an empty tail with `missing` set.
 [[nodiscard]] absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path,
                                                               int64_t max_bytes);

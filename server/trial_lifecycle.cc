@@ -205,6 +205,15 @@ bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
     rec.lineage = original.lineage;
     rec.attempt = original.attempt + 1;
     rec.retry_of = original.id;
+    rec.origin = original.origin;
+  } else if (!sweep.rec.queue.empty()) {  // given configurations go first
+    rec.params = std::move(sweep.rec.queue.front());
+    sweep.rec.queue.erase(sweep.rec.queue.begin());
+    rec.origin = kEnqueued;
+    ++sweep.enqueued;
+    if (absl::Status s = store_.UpdateSweep(sweep.rec); !s.ok()) {
+      spdlog::error("sweep {}: {}", sweep.rec.id, s.ToString());
+    }
   } else {
     if (!sweep.MoreToCreate()) return false;
     algorithms::SuggestRequest req;

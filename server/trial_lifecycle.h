@@ -43,6 +43,7 @@ class TrialLifecycle {
                  TrialFiles& files, EventPublisher& events, const Clock& clock);
 
   void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }
+  const Options& options() const { return options_; }
   // False while the store or the sweeps file system cannot be written.
   bool Writable() const;
 

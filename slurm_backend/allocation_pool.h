@@ -89,6 +89,8 @@ class AllocationPool {
   // The sweep launches nothing more: its idle allocations go now, the others after their last
   // step.
   void SweepEnded(int64_t sweep_id);
+  // It launches again: it may grow allocations again.
+  void SweepReopened(int64_t sweep_id) { ended_sweeps_.erase(sweep_id); }
   // The daemon leaves its allocations to the next start: forget them without canceling.
   void Detach();
 

@@ -82,6 +82,7 @@ class SlurmBackend final : public backend::Backend {
                                    const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   void SweepEnded(int64_t sweep_id) override { pool_.SweepEnded(sweep_id); }
+  void SweepReopened(int64_t sweep_id) override { pool_.SweepReopened(sweep_id); }
   // Steps and jobs keep running, and so do the allocations (a restart takes back those in use
   // and cancels the rest as leftovers).
   void Detach() override {

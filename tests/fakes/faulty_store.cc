@@ -37,6 +37,11 @@ absl::StatusOr<int64_t> FaultyStore::InsertSweep(const server::SweepRecord& swee
   return inner_.InsertSweep(sweep);
 }
 
+absl::Status FaultyStore::DeleteSweep(int64_t sweep_id) {
+  if (absl::Status s = faults_.Next(Call::kDeleteSweep, "DeleteSweep"); !s.ok()) return s;
+  return inner_.DeleteSweep(sweep_id);
+}
+
 absl::Status FaultyStore::UpdateSweep(const server::SweepRecord& sweep) {
   if (absl::Status s = faults_.Next(Call::kUpdateSweep, "UpdateSweep"); !s.ok()) return s;
   return inner_.UpdateSweep(sweep);

@@ -19,6 +19,7 @@ class FaultyStore final : public server::Store {
     kCommit,
     kInsertSweep,
     kUpdateSweep,
+    kDeleteSweep,
     kInsertTrial,
     kUpdateTrial,
     kInsertReport,
@@ -40,6 +41,7 @@ class FaultyStore final : public server::Store {
   [[nodiscard]] absl::Status Health() const override;
   [[nodiscard]] absl::StatusOr<int64_t> InsertSweep(const server::SweepRecord& sweep) override;
   [[nodiscard]] absl::Status UpdateSweep(const server::SweepRecord& sweep) override;
+  [[nodiscard]] absl::Status DeleteSweep(int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<int64_t> InsertTrial(const server::TrialRecord& trial) override;
   [[nodiscard]] absl::Status UpdateTrial(const server::TrialRecord& trial) override;
   [[nodiscard]] absl::Status InsertReport(const server::ReportRecord& report) override;

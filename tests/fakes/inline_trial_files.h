@@ -16,6 +16,9 @@ class InlineTrialFiles final : public server::TrialFiles {
   std::vector<Prepared> Poll() override;
   [[nodiscard]] absl::Status Health() const override { return health_; }
   void Tail(std::string path, int64_t max_bytes, TailDone done) override;
+  void Remove(std::vector<std::string> dirs, RemoveDone done) override {
+    done(server::RemoveTrees(dirs));
+  }
   void SetWakeup(std::function<void()>) override {}
 
   int prepared() const { return prepared_; }  // directories made

@@ -28,11 +28,11 @@ done
 for name in $(known early_stopping); do
   grep -qx "stopper $name" "$WORK/used" || fail "no example uses early_stopping '$name'"
 done
-if hpo extend 1 --help >"$WORK/out" 2>&1; then fail "an unknown command succeeded"; fi
+if hpo nosuch 1 --help >"$WORK/out" 2>&1; then fail "an unknown command succeeded"; fi
 set +e
-hpo extend 1 --help >/dev/null 2>&1
+hpo nosuch 1 --help >/dev/null 2>&1
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "an unknown command exited $rc, not 2"
-grep -q "unknown command 'extend'" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
+grep -q "unknown command 'nosuch'" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
 pass "every example validates (those on Slurm are refused for the want of it); every algorithm and stopper has one; unknown commands exit 2"

@@ -98,6 +98,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(len(later), len(events) - 3)
         self.assertIn(s.id, list(self.client.sweeps()["id"]))
 
+    def test_enqueue_and_extend(self):
+        s = self.client.submit(self.spec(trials=2))
+        s.enqueue(x=1.5, k="b")
+        with self.assertRaises(hpo.HpoError) as cm:
+            s.enqueue({"x": 9, "k": "a"})
+        self.assertEqual(cm.exception.code.name, "INVALID_ARGUMENT")
+        self.assertIn("x=9 is outside the space", str(cm.exception))
+        # The sweep's 2 trials had started already: the point is a third.
+        st = s.wait(timeout=120)
+        self.assertEqual((st["state"], st["max_trials"]), ("COMPLETED", 3))
+        st = s.extend(add_trials=2)
+        self.assertEqual((st["state"], st["max_trials"]), ("RUNNING", 5))
+        self.assertEqual(s.wait(timeout=120)["counts"], {"COMPLETED": 5})
+        df = s.trials()
+        self.assertEqual(sorted(df["origin"]), ["enqueued"] + ["sampled"] * 4)
+        self.assertEqual(df.loc[df["origin"] == "enqueued", "x"].tolist(), [1.5])
+
     def test_watch_in_a_terminal_and_plots(self):
         import contextlib, io
         s = self.client.submit(self.spec(trials=4))

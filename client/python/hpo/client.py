@@ -162,6 +162,7 @@ class Sweep:
         s = self._get()
         return {"id": s.id, "name": s.name, "state": _state("sweep", s.state), "message": s.message,
                 "counts": dict(s.trial_counts), "objective": s.objective_metric,
+                "backend": s.backend, "max_trials": s.max_trials,
                 "direction": "maximize" if s.direction == hpo_pb2.DIRECTION_MAXIMIZE else "minimize",
                 "best_trial": s.best_trial_id or None,
                 "best": s.best_objective if s.best_trial_id else None,
@@ -191,7 +192,7 @@ class Sweep:
                         "interruptions": ";".join(_interruption(s.interruption)
                                                   for s in t.segments),
                         "interruption": _interruption(t.interruption),
-                        "message": t.message})
+                        "origin": t.origin or "sampled", "message": t.message})
             rows.append(row)
         df = pd.DataFrame(rows)
         if not df.empty:
@@ -241,6 +242,27 @@ class Sweep:
         """Cancels the sweep; with wait, returns once its trials ended."""
         self.client._call("CancelSweep", hpo_pb2.CancelSweepRequest(sweep_id=self.id))
         return self.wait(timeout) if wait else self.status()
+
+    def extend(self, trials=None, add_trials=None, concurrent=None, wall_time_s=None,
+               gpu_hours=None, add_gpu_hours=None):
+        """More budget (as `hpo extend`): a sweep that ran out reopens. Returns status()."""
+        self.client._call("ExtendSweep", hpo_pb2.ExtendSweepRequest(
+            sweep_id=self.id, max_trials=trials or 0, add_trials=add_trials or 0,
+            max_concurrent=concurrent or 0, wall_time_seconds=wall_time_s or 0,
+            gpu_hours=gpu_hours or 0, add_gpu_hours=add_gpu_hours or 0))
+        return self.status()
+
+    def enqueue(self, *configs, **params):
+        """Configurations that run before the sampler's (as `hpo enqueue`): dicts, or one as
+        keyword arguments. Checked against the space. Returns status()."""
+        configs = list(configs) + ([params] if params else [])
+        req = hpo_pb2.EnqueueRequest(sweep_id=self.id)
+        for c in configs:
+            point = req.points.add()
+            for k, v in c.items():
+                point.values[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+        self.client._call("Enqueue", req)
+        return self.status()
 
     def wait(self, timeout=None, poll=0.25):
         """Blocks until the sweep ends; returns status()."""

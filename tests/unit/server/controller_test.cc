@@ -582,6 +582,136 @@ TEST_F(ControllerTest, AGpuHourBudgetStopsNewTrialsAndLetsTheRunningOnesFinish) 
   EXPECT_DOUBLE_EQ(controller().GetSweep(id)->gpu_seconds(), 40.0);
 }
 
+// Params of each trial, in number order, as text.
+std::vector<std::string> ParamsOf(const std::vector<v1::Trial>& trials) {
+  std::vector<std::string> out;
+  for (const auto& t : trials) out.push_back(t.params().at("x").ShortDebugString());
+  return out;
+}
+
+TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFromTheStart) {
+  int64_t id = Submit(Spec(4, 2));
+  RunUntilEnded();
+  ASSERT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  v1::ExtendSweepRequest req;
+  req.set_sweep_id(id);
+  req.set_add_trials(4);
+  req.set_max_concurrent(3);
+  absl::StatusOr<v1::Sweep> extended = controller().Extend(req);
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(extended->state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(extended->max_trials(), 8);
+  EXPECT_EQ(extended->max_concurrent(), 3);
+  EXPECT_THAT(extended->message(), ::testing::HasSubstr("extended by the user: trials 8"));
+  RunUntilEnded();
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 8}}));
+  // The same seed gives the same eight points as a sweep of 8 from the start.
+  int64_t whole = Submit(Spec(8, 2));
+  RunUntilEnded();
+  EXPECT_EQ(ParamsOf(Trials(id)), ParamsOf(Trials(whole)));
+  // The change is stored: a restart plans the sweep with it.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 8);
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+}
+
+TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
+  int64_t id = Submit(Spec(2, 2, "resources: {gpus: 1}\n", "{metric: loss, direction: minimize}",
+                           ", gpu_hours: 1"));
+  RunUntilEnded();  // 2 trials x 10 s x 1 GPU
+  v1::ExtendSweepRequest req;
+  req.set_sweep_id(id);
+  auto refused = [&](v1::ExtendSweepRequest r, const std::string& says) {
+    absl::StatusOr<v1::Sweep> s = controller().Extend(r);
+    EXPECT_FALSE(s.ok());
+    EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr(says)) << s.status();
+    v1::Sweep now = *controller().GetSweep(id);
+    EXPECT_EQ(now.state(), v1::SWEEP_STATE_COMPLETED);
+    EXPECT_EQ(now.max_trials(), 2);
+  };
+  refused(req, "nothing to change");
+  v1::ExtendSweepRequest fewer = req;
+  fewer.set_max_trials(2);
+  refused(fewer, "already made 2 trial(s)");
+  v1::ExtendSweepRequest below = req;
+  below.set_add_trials(1);
+  below.set_gpu_hours(0.001);
+  refused(below, "already used 0.005556 GPU-hours");
+  v1::ExtendSweepRequest only_concurrency = req;
+  only_concurrency.set_max_concurrent(4);
+  refused(only_concurrency, "made all its 2 trial(s); give --trials too");
+  EXPECT_TRUE(daemon_->sqlite().LoadSweeps()->at(0).budget_change.empty());
+  // A canceled sweep cannot be extended.
+  int64_t canceled = Submit(Spec(4, 1));
+  controller().RunOnce();
+  ASSERT_TRUE(controller().Cancel(canceled).ok());
+  RunUntilEnded();
+  v1::ExtendSweepRequest more;
+  more.set_sweep_id(canceled);
+  more.set_add_trials(2);
+  absl::StatusOr<v1::Sweep> s = controller().Extend(more);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("CANCELED"));
+}
+
+TEST_F(ControllerTest, EnqueuedConfigurationsRunFirstAndCountTowardTheBudget) {
+  // Two from the file, concurrency 1: they are trials 0 and 1, then the sampler's.
+  int64_t id = Submit(Spec(4, 1, "enqueue:\n  - {x: 0.25, k: b}\n  - {x: 0.5, k: a}\n"));
+  controller().RunOnce();
+  // A restart while they wait keeps the queue.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  RunUntilEnded();
+  std::vector<v1::Trial> trials = Trials(id);
+  ASSERT_EQ(trials.size(), 4u);
+  EXPECT_EQ(trials[0].params().at("x").float_value(), 0.25);
+  EXPECT_EQ(trials[0].params().at("k").string_value(), "b");
+  EXPECT_EQ(trials[1].params().at("x").float_value(), 0.5);
+  EXPECT_EQ(trials[0].origin(), "enqueued");
+  EXPECT_EQ(trials[1].origin(), "enqueued");
+  EXPECT_EQ(trials[2].origin(), "");
+  // The sampler's first is the first a sweep without them proposes.
+  int64_t plain = Submit(Spec(4, 1));
+  RunUntilEnded();
+  EXPECT_EQ(trials[2].params().at("x").float_value(),
+            Trials(plain)[0].params().at("x").float_value());
+
+  // hpo enqueue on the ended sweep: it reopens, with the limit raised for it.
+  v1::EnqueueRequest req;
+  req.set_sweep_id(id);
+  (*req.add_points()->mutable_values())["x"] = "0.125";
+  (*req.mutable_points(0)->mutable_values())["k"] = "a";
+  absl::StatusOr<v1::Sweep> s = controller().Enqueue(req);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->max_trials(), 5);
+  EXPECT_THAT(s->message(), ::testing::HasSubstr("budget.max_trials raised to 5"));
+  RunUntilEnded();
+  trials = Trials(id);
+  ASSERT_EQ(trials.size(), 5u);
+  EXPECT_EQ(trials[4].params().at("x").float_value(), 0.125);
+  EXPECT_EQ(trials[4].origin(), "enqueued");
+
+  // A point outside the space is refused and changes nothing.
+  v1::EnqueueRequest bad;
+  bad.set_sweep_id(id);
+  (*bad.add_points()->mutable_values())["x"] = "2";
+  (*bad.mutable_points(0)->mutable_values())["k"] = "a";
+  s = controller().Enqueue(bad);
+  ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
+  EXPECT_THAT(
+      std::string(s.status().message()),
+      ::testing::HasSubstr("configuration 1: x=2 is outside the space (x is a float in [0, 1])"));
+  (*bad.mutable_points(0)->mutable_values())["x"] = "0.5";
+  (*bad.mutable_points(0)->mutable_values())["k"] = "c";
+  EXPECT_THAT(std::string(controller().Enqueue(bad).status().message()),
+              ::testing::HasSubstr("k=c is not one of its choices (a, b)"));
+  bad.mutable_points(0)->mutable_values()->erase("k");
+  EXPECT_THAT(std::string(controller().Enqueue(bad).status().message()),
+              ::testing::HasSubstr("no value for parameter 'k'"));
+  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Trials(id).size(), 5u);
+}
+
 TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");

@@ -272,6 +272,51 @@ TEST(SweepSpec, GpuHourBudget) {
   EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours: the sweep's trials use no GPUs"));
 }
 
+TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {
+  const std::string head =
+      "parameters:\n  lr: {type: float, low: 0.001, high: 1, log: true}\n"
+      "  n: {type: int, low: 1, high: 9, step: 2}\n  act: [relu, tanh]\n  seed: {type: fixed, "
+      "value: 3}\n"
+      "objective: {metric: m, direction: min}\ncommand: x\nbudget: {max_trials: 3}\n";
+  ParseResult r = ParseSweepSpec(
+      head + "enqueue:\n  - {lr: 0.01, n: 5, act: tanh}\nbackend: local\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  ASSERT_EQ(r.spec->enqueue.size(), 1u);
+  EXPECT_EQ(std::get<double>(r.spec->enqueue[0].at("lr")), 0.01);
+  EXPECT_EQ(std::get<int64_t>(r.spec->enqueue[0].at("n")), 5);
+  EXPECT_EQ(std::get<int64_t>(r.spec->enqueue[0].at("seed")), 3) << "a fixed one is filled in";
+  EXPECT_EQ(r.spec->placement.backend, "local");
+  // Each wrong entry is told at its line.
+  auto e = Errors(head +
+                  "enqueue:\n  - {lr: 0.01, n: 4, act: tanh}\n  - {lr: 2, n: 5, act: tanh}\n"
+                  "  - {lr: 0.1, n: 5, act: gelu}\n  - {lr: 0.1, n: 5}\n  - {lr: 0.1, n: 5, act: "
+                  "relu, x: 1}\n");
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_THAT(
+      e[0],
+      HasSubstr("10:5: enqueue: n=4 is outside the space (n is an int in [1, 9] with step 2)"));
+  EXPECT_THAT(e[1], HasSubstr("11:5: enqueue: lr=2 is outside the space"));
+  EXPECT_THAT(e[2], HasSubstr("12:5: enqueue: act=gelu is not one of its choices (relu, tanh)"));
+  EXPECT_THAT(e[3], HasSubstr("13:5: enqueue: no value for parameter 'act'"));
+  EXPECT_THAT(e[4], HasSubstr("14:5: enqueue: no parameter 'x' in the space"));
+  e = Errors(head + "enqueue:\n" + std::string(4, ' ') + "- {lr: 0.1, n: 5, act: relu}\n" +
+             "    - {lr: 0.1, n: 5, act: relu}\n    - {lr: 0.1, n: 5, act: relu}\n    - {lr: 0.1, "
+             "n: 5, act: relu}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("enqueue: 4 configurations, more than budget.max_trials (3)"));
+  // A slurm: section asks for Slurm unless the file says otherwise.
+  r = ParseSweepSpec(head + "slurm: {partition: gpu}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->placement.backend, "slurm");
+  r = ParseSweepSpec(head + "slurm: {partition: gpu}\nbackend: local\n", "s.yaml", "/");
+  EXPECT_EQ(r.spec->placement.backend, "local");
+  r = ParseSweepSpec(head, "s.yaml", "/");
+  EXPECT_EQ(r.spec->placement.backend, "") << "the daemon's default";
+  e = Errors(head + "backend: cloud\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("9:10: backend must be local or slurm"));
+}
+
 TEST(SweepSpec, GeneticSettings) {
   ParseResult r = ParseSweepSpec(
       std::string(kBase) +
