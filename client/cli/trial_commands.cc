@@ -135,20 +135,34 @@ void TrialCommands::Export() {
   }
 }
 
-// matplotlib, through the Python package next to this build (build/python).
+// matplotlib, through the Python package that came with this hpo: build/python next to
+// build/bin, or lib/python3/dist-packages next to an installed bin/. The interpreter is
+// $HPO_PYTHON, else the one hpo was configured with (HPO_PYTHON in CMake).
 void TrialCommands::Plot() {
   Connect();  // starts the daemon when needed, like every other command
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  std::string pythonpath = ec ? "" : (self.parent_path().parent_path() / "python").string();
+  std::string pythonpath;
+  if (!ec) {
+    std::filesystem::path root = self.parent_path().parent_path();
+    for (auto dir : {root / "python", root / "lib" / "python3" / "dist-packages"}) {
+      if (std::filesystem::exists(dir / "hpo" / "plot.py")) {
+        pythonpath = dir.string();
+        break;
+      }
+    }
+  }
   if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old) {
-    pythonpath += std::string(":") + old;
+    pythonpath += (pythonpath.empty() ? "" : ":") + std::string(old);
   }
   ::setenv("PYTHONPATH", pythonpath.c_str(), 1);
+  const char* env = std::getenv("HPO_PYTHON");
+  std::string python = env != nullptr && *env ? env : HPO_PYTHON;
   std::string id = std::to_string(plot_.sweep);
-  execl("/usr/bin/python3", "/usr/bin/python3", "-m", "hpo.plot", id.c_str(), "--kind",
-        plot_.kind.c_str(), "-o", plot_.output.c_str(), static_cast<char*>(nullptr));
-  std::fprintf(stderr, "hpo plot: cannot run /usr/bin/python3: %s\n", std::strerror(errno));
+  execlp(python.c_str(), python.c_str(), "-m", "hpo.plot", id.c_str(), "--kind",
+         plot_.kind.c_str(), "-o", plot_.output.c_str(), static_cast<char*>(nullptr));
+  std::fprintf(stderr, "hpo plot: cannot run %s (set HPO_PYTHON to a python3 with matplotlib): %s\n",
+               python.c_str(), std::strerror(errno));
   rc_ = kExitError;
 }
 
