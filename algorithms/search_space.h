@@ -32,6 +32,9 @@ struct ParamDef {
   std::optional<double> step;       // float/int: values are low + k * step
   std::vector<ParamValue> choices;  // categorical
   ParamValue value;                 // fixed
+  // `default:`: the value this parameter takes in trials of an earlier sweep that did not have
+  // it (warm_start, hpo fork). A fixed parameter's is its value.
+  std::optional<ParamValue> default_value;
 
   // Number of distinct values, or nullopt when continuous.
   std::optional<int64_t> Cardinality() const;

@@ -113,6 +113,11 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
     for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
     return absl::InvalidArgumentError(msg);
   }
+  if (req.warm_start_sweep() > 0) planned.plan->spec.warm_start_sweep = req.warm_start_sweep();
+  std::vector<TrialRecord> inherited;
+  if (int64_t from = planned.plan->spec.warm_start_sweep; from > 0) {
+    ASSIGN_OR_RETURN(inherited, WarmStartTrials(planned.plan->spec, from, owner));
+  }
   auto sweep = std::make_unique<SweepRuntime>();
   sweep->plan = std::move(*planned.plan);
   SweepRecord& rec = sweep->rec;
@@ -133,8 +138,86 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
   SweepRuntime& s = table_.AddSweep(std::move(sweep));
   spdlog::info("sweep {} '{}' submitted from {}", s.rec.id, s.rec.name, s.rec.source);
   lifecycle_.Announce(s);
+  for (TrialRecord& t : inherited) {  // the sampler's history, never run
+    t.sweep_id = s.rec.id;
+    t.number = static_cast<int64_t>(s.trials.size());
+    ASSIGN_OR_RETURN(t.id, store_.InsertTrial(t));
+    auto rt = std::make_unique<TrialRuntime>();
+    rt->rec = std::move(t);
+    table_.AddTrial(s, std::move(rt));
+  }
+  if (!inherited.empty()) {
+    spdlog::info("sweep {}: {} trial(s) from sweep {} feed its sampler", s.rec.id, inherited.size(),
+                 s.spec().warm_start_sweep);
+  }
   lifecycle_.Schedule(s);
   return View(s);
+}
+
+absl::StatusOr<std::vector<TrialRecord>> Controller::WarmStartTrials(
+    const SweepSpec& spec, int64_t from, const std::string& owner) const {
+  const std::string where = absl::StrCat("warm_start from sweep ", from);
+  SweepRuntime* old = table_.FindSweep(from);
+  if (old == nullptr || old->rec.owner != owner) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": there is no sweep ", from));
+  }
+  if (!old->plan.sampler) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": its spec no longer validates"));
+  }
+  const SweepSpec& was = old->spec();
+  if (was.objective.metric != spec.objective.metric ||
+      was.objective.direction != spec.objective.direction) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": it optimizes ", was.objective.metric, ", this sweep ", spec.objective.metric,
+        was.objective.direction != spec.objective.direction ? " in the other direction" : "",
+        "; their objectives cannot be compared"));
+  }
+  // The parameters both have carry over; one only this sweep has takes its default.
+  std::vector<std::string> common, theirs;
+  for (const auto& p : was.space.params) {
+    theirs.push_back(p.name);
+    if (spec.space.Find(p.name) != nullptr) common.push_back(p.name);
+  }
+  if (common.empty()) {
+    std::vector<std::string> ours;
+    for (const auto& p : spec.space.params) ours.push_back(p.name);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": no parameter in common (it has ",
+                                                   absl::StrJoin(theirs, ", "), "; this sweep ",
+                                                   absl::StrJoin(ours, ", "), ")"));
+  }
+  for (const auto& p : spec.space.params) {
+    if (was.space.Find(p.name) == nullptr && p.type != algorithms::ParamType::kFixed &&
+        !p.default_value) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": parameter '", p.name,
+                                                     "' is new; give it a default: (the value the ",
+                                                     "inherited trials take)"));
+    }
+  }
+  std::vector<TrialRecord> out;
+  for (const auto& t : old->trials) {
+    const TrialRecord& r = t->rec;
+    if (r.state != v1::TRIAL_STATE_COMPLETED || !r.objective) continue;
+    algorithms::Params params;
+    for (const auto& p : spec.space.params) {
+      auto it = r.params.find(p.name);
+      params[p.name] = it != r.params.end()                      ? it->second
+                       : p.type == algorithms::ParamType::kFixed ? p.value
+                                                                 : *p.default_value;
+    }
+    if (!spec.space.Contains(params)) continue;  // outside the new space
+    TrialRecord rec;
+    rec.state = v1::TRIAL_STATE_COMPLETED;
+    rec.origin = kWarmStart;
+    rec.params = std::move(params);
+    rec.objective = r.objective;
+    rec.last_metrics = r.last_metrics;
+    rec.step = r.step;
+    rec.created_at = clock_.Now();
+    rec.ended_at = r.ended_at;
+    rec.message = absl::StrCat("from sweep ", from, ", trial ", r.id, " (not run here)");
+    out.push_back(std::move(rec));
+  }
+  return out;
 }
 
 absl::StatusOr<v1::Sweep> Controller::GetSweep(int64_t sweep_id) const {

@@ -119,6 +119,11 @@ class Controller {
   // After every commit: events go out, and a change in whether hpod can write is logged.
   void Committed(const absl::Status& commit);
   [[nodiscard]] absl::StatusOr<SweepRuntime*> FindSweep(int64_t sweep_id) const;
+  // The completed trials of sweep `from` that lie in `spec`'s space (its parameters, a new one
+  // at its default), as trials of a new sweep: COMPLETED, origin warm_start, never run.
+  // INVALID_ARGUMENT when the sweeps have no parameter or objective in common.
+  [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> WarmStartTrials(
+      const SweepSpec& spec, int64_t from, const std::string& owner) const;
   // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).
   [[nodiscard]] absl::Status CheckChangeable(const SweepRuntime& sweep, const char* verb) const;
   // A new budget (`hpo extend`, `hpo enqueue`): applied and stored, and a sweep that had ended

@@ -33,7 +33,8 @@ absl::StatusOr<SweepRuntime*> Recovery::LoadSweep(SweepRecord rec) {
   for (TrialRecord& t : trials) {
     auto rt = std::make_unique<TrialRuntime>();
     rt->rec = std::move(t);
-    if (rt->rec.retry_of == 0) ++(rt->rec.origin == kEnqueued ? s.enqueued : s.sampled);
+    if (rt->rec.retry_of == 0 && rt->rec.origin == kEnqueued) ++s.enqueued;
+    if (rt->rec.retry_of == 0 && rt->rec.origin.empty()) ++s.sampled;
     if (rt->rec.state == v1::TRIAL_STATE_FAILED && !rt->rec.infra_failure) ++s.failed;
     table_.AddTrial(s, std::move(rt));
   }

@@ -223,7 +223,7 @@ std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::N
     return p;
   }
   if (!ExpectMap(node, where)) return std::nullopt;
-  CheckKeys(node, where, {"type", "low", "high", "log", "step", "values", "value"});
+  CheckKeys(node, where, {"type", "low", "high", "log", "step", "values", "value", "default"});
   std::string type;
   if (node["type"]) {
     type = String(node["type"], where + " type").value_or("");
@@ -291,6 +291,17 @@ std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::N
   if (absl::Status s = one.Validate(); !s.ok()) {
     Error(node, s.message());
     return std::nullopt;
+  }
+  if (const YAML::Node& d = node["default"]) {
+    absl::StatusOr<ParamValue> v =
+        d.IsScalar()
+            ? algorithms::ParseValue(p, d.Scalar())
+            : absl::InvalidArgumentError(absl::StrCat(where, " default must be one value"));
+    if (!v.ok()) {
+      Error(d, absl::StrCat(where, " default: ", v.status().message()));
+      return std::nullopt;
+    }
+    p.default_value = *v;
   }
   return p;
 }
@@ -835,10 +846,10 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     return;
   }
   CheckKeys(root, "the sweep",
-            {"name",        "parameters",     "objective",  "command",   "pass_params",
-             "env",         "workdir",        "budget",     "resources", "slurm",
-             "algorithm",   "early_stopping", "seed",       "fom_regex", "stop_grace",
-             "stop_signal", "max_retries",    "checkpoint", "backend",   "enqueue"});
+            {"name",    "parameters", "objective",  "command",     "pass_params", "env",
+             "workdir", "budget",     "resources",  "slurm",       "algorithm",   "early_stopping",
+             "seed",    "fom_regex",  "stop_grace", "stop_signal", "max_retries", "checkpoint",
+             "backend", "enqueue",    "warm_start"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -929,6 +940,13 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
         static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
   if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
   if (root["enqueue"]) Enqueue(root["enqueue"], spec);
+  if (const YAML::Node& w = root["warm_start"]; w && ExpectMap(w, "warm_start")) {
+    CheckKeys(w, "warm_start", {"sweep"});
+    if (!w["sweep"])
+      Error(w, "warm_start needs sweep: the id of the earlier sweep");
+    else
+      spec.warm_start_sweep = Integer(w["sweep"], "warm_start sweep", 1, INT64_MAX).value_or(0);
+  }
   CheckTimes(root, spec);
   CheckGpuBudget(root, spec);
 

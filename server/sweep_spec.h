@@ -77,6 +77,8 @@ struct SweepSpec {
   // Configurations that run first (the file's `enqueue:`), in order; they count toward
   // budget.max_trials.
   std::vector<algorithms::Params> enqueue;
+  // `warm_start: {sweep: ID}`: that sweep's completed trials feed this one's sampler (0: none).
+  int64_t warm_start_sweep = 0;
 
   // The argv of one trial: placeholders filled, flags appended.
   // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch; its own

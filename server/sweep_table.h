@@ -26,6 +26,8 @@ namespace hpo::server {
 
 // TrialRecord::origin of a trial made from an enqueued configuration.
 inline constexpr char kEnqueued[] = "enqueued";
+// ... of a completed trial of an earlier sweep (warm_start, hpo fork): in the history, not run.
+inline constexpr char kWarmStart[] = "warm_start";
 
 struct TrialRuntime {
   TrialRecord rec;

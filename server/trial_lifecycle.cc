@@ -544,7 +544,7 @@ void TrialLifecycle::NextSegment(SweepRuntime& sweep, TrialRuntime& trial, v1::I
 
 void TrialLifecycle::UpdateBest(SweepRuntime& sweep, const TrialRuntime& trial) {
   const TrialRecord& rec = trial.rec;
-  if (!rec.objective ||
+  if (!rec.objective || rec.origin == kWarmStart ||
       (rec.state != v1::TRIAL_STATE_COMPLETED && rec.state != v1::TRIAL_STATE_STOPPED)) {
     return;
   }

@@ -33,11 +33,21 @@ SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
   submit->add_option("file", submit_.file, "sweep YAML")->required();
   submit->add_option("--name", submit_.name, "name of the sweep (default: the file's name:)");
   submit->add_flag("--watch", submit_.watch, "watch the sweep until it ends");
-  submit->callback([this] { Submit(); });
+  submit->callback([this] { Submit(submit_); });
 
   CLI::App* ls = app.add_subcommand("ls", "list sweeps");
   ls->add_flag("--active", ls_.active, "only RUNNING and PAUSED sweeps");
   ls->callback([this] { List(); });
+
+  CLI::App* fork = app.add_subcommand(
+      "fork",
+      "submit FILE (a changed space, say) as a new sweep that inherits SWEEP's completed trials "
+      "that lie in its space: they feed its sampler without being run again (marked warm_start)");
+  fork->add_option("sweep", fork_.from, "the sweep to inherit from")->required();
+  fork->add_option("file", fork_.file, "sweep YAML")->required();
+  fork->add_option("--name", fork_.name, "name of the new sweep");
+  fork->add_flag("--watch", fork_.watch, "follow it with the live table");
+  fork->callback([this] { Submit(fork_); });
 
   CLI::App* show = app.add_subcommand("show", "show a sweep: state, counts, best, spec");
   show->add_option("sweep", show_.sweep, "sweep id")->required();
@@ -72,10 +82,11 @@ void SweepCommands::Validate() {
   std::printf("%s: valid\n%s", validate_.file.c_str(), resp.summary().c_str());
 }
 
-void SweepCommands::Submit() {
+void SweepCommands::Submit(const FileOptions& options) {
   v1::SubmitSweepRequest req;
-  ReadSpec(submit_.file, req);
-  req.set_name(submit_.name);
+  ReadSpec(options.file, req);
+  req.set_name(options.name);
+  req.set_warm_start_sweep(options.from);
   auto c = Connect();
   auto sweep = c->Submit(req);
   if (!sweep.ok()) {
@@ -86,7 +97,7 @@ void SweepCommands::Submit() {
                static_cast<long long>(sweep->id()), sweep->name().c_str(),
                sweep->algorithm().c_str(), static_cast<long long>(sweep->max_trials()),
                static_cast<long long>(sweep->max_concurrent()));
-  if (submit_.watch) WatchSweep(sweep->id(), 0.5, "objective");
+  if (options.watch) WatchSweep(sweep->id(), 0.5, "objective");
   std::printf("%lld\n", static_cast<long long>(sweep->id()));
 }
 

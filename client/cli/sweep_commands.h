@@ -1,5 +1,5 @@
 #pragma once
-// `hpo validate|submit|ls|show|cancel|pause|resume`: sweeps as a whole.
+// `hpo validate|submit|fork|ls|show|cancel|pause|resume`: sweeps as a whole.
 
 #include <string>
 
@@ -12,9 +12,10 @@ class SweepCommands {
   SweepCommands(CLI::App& app, int& rc);
 
  private:
-  struct FileOptions {  // validate, submit
+  struct FileOptions {  // validate, submit, fork
     std::string file, name;
     bool watch = false;
+    int64_t from = 0;  // fork: the sweep whose trials the new one inherits
   };
   struct ListOptions {
     bool active = false;
@@ -31,14 +32,14 @@ class SweepCommands {
     int64_t sweep = 0;
   };
   void Validate();
-  void Submit();
+  void Submit(const FileOptions& options);
   void List();
   void Show();
   void Cancel();
   void PauseOrResume(bool pause);
 
   int& rc_;
-  FileOptions validate_, submit_;
+  FileOptions validate_, submit_, fork_;
   ListOptions ls_;
   ShowOptions show_;
   CancelOptions cancel_;

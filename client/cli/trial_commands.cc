@@ -159,9 +159,10 @@ void TrialCommands::Plot() {
   const char* env = std::getenv("HPO_PYTHON");
   std::string python = env != nullptr && *env ? env : HPO_PYTHON;
   std::string id = std::to_string(plot_.sweep);
-  execlp(python.c_str(), python.c_str(), "-m", "hpo.plot", id.c_str(), "--kind",
-         plot_.kind.c_str(), "-o", plot_.output.c_str(), static_cast<char*>(nullptr));
-  std::fprintf(stderr, "hpo plot: cannot run %s (set HPO_PYTHON to a python3 with matplotlib): %s\n",
+  execlp(python.c_str(), python.c_str(), "-m", "hpo.plot", id.c_str(), "--kind", plot_.kind.c_str(),
+         "-o", plot_.output.c_str(), static_cast<char*>(nullptr));
+  std::fprintf(stderr,
+               "hpo plot: cannot run %s (set HPO_PYTHON to a python3 with matplotlib): %s\n",
                python.c_str(), std::strerror(errno));
   rc_ = kExitError;
 }

@@ -62,6 +62,32 @@ refused 1 "is CANCELED: only a running sweep, or one that ran out of budget" ext
 hpo extend --help | grep -q -- "--gpu-hours" || fail "extend --help lacks its options"
 pass "extend refuses what gives nothing more, with a clear error, and changes nothing"
 
+# hpo fork: a changed space inherits the old sweep's compatible trials, marked, never run again.
+cat >"$WORK/forked.yaml" <<'YAML'
+name: forked
+command: "sleep 0.2; hpo report loss={x}"
+parameters:
+  x: {type: float, low: 0, high: 0.6}
+  width: {type: int, low: 8, high: 64, default: 32}
+objective: {metric: loss, direction: minimize}
+budget: {max_trials: 2, max_concurrent: 2}
+YAML
+inside=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$whole AND state='TRIAL_STATE_COMPLETED' AND json_extract(params_json, '$.x') <= 0.6")
+forked=$(hpo fork "$whole" "$WORK/forked.yaml" | tail -n 1)
+hpo wait "$forked" --timeout 60 >/dev/null || fail "the fork did not complete"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$forked AND origin='warm_start' AND json_extract(params_json, '$.width') = 32 AND backend_id = ''")" -eq "$inside" ] ||
+  fail "the fork should inherit the $inside trials inside its space: $(sql "SELECT number, origin, params_json, backend_id FROM trials WHERE sweep_id=$forked")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$forked AND origin='' AND state='TRIAL_STATE_COMPLETED'")" -eq 2 ] || fail "the fork should run its own 2"
+hpo trials "$forked" >"$WORK/out"
+grep -q "warm_start" "$WORK/out" || fail "hpo trials does not mark inherited trials"
+hpo export "$forked" --format json -o "$WORK/forked.json"
+grep -q '"origin": "warm_start"' "$WORK/forked.json" || fail "the export does not mark them"
+sed -i 's/  width: {type: int, low: 8, high: 64, default: 32}/  width: {type: int, low: 8, high: 64}/' "$WORK/forked.yaml"
+refused 1 "parameter 'width' is new; give it a default:" fork "$whole" "$WORK/forked.yaml"
+printf 'parameters: {z: [1, 2]}\nobjective: {metric: loss, direction: minimize}\ncommand: t\nalgorithm: grid\nwarm_start: {sweep: %s}\n' "$whole" >"$WORK/nothing.yaml"
+refused 1 "no parameter in common (it has x; this sweep z)" submit "$WORK/nothing.yaml"
+pass "fork and warm_start inherit the compatible trials, marked and not run; no common parameter is refused"
+
 # hpo rm
 sweep_file slow 2
 sed -i 's/sleep 0.2/sleep 30/' "$WORK/slow.yaml"
@@ -110,6 +136,8 @@ hpo wait "$q" --timeout 60 >/dev/null || fail "the queue sweep did not complete"
   'enqueued:{"act":"tanh","x":0.125} enqueued:{"act":"relu","x":0.375}' ] ||
   fail "the given points did not run first: $(sql "SELECT number, origin, params_json FROM trials WHERE sweep_id=$q")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$q")" -eq 3 ] || fail "they should count toward max_trials"
-hpo trials "$q" | grep -q "enqueued" || fail "hpo trials does not mark them: $(hpo trials "$q")"
-hpo export "$q" --format csv | grep -q ",enqueued," || fail "the export does not mark them"
+hpo trials "$q" >"$WORK/out"
+grep -q "enqueued" "$WORK/out" || fail "hpo trials does not mark them: $(hpo trials "$q")"
+hpo export "$q" --format csv -o "$WORK/q.csv"
+grep -q ",enqueued," "$WORK/q.csv" || fail "the export does not mark them"
 pass "enqueued points run first, count toward the budget, are marked, and bad points are refused"

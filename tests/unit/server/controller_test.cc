@@ -712,6 +712,78 @@ TEST_F(ControllerTest, EnqueuedConfigurationsRunFirstAndCountTowardTheBudget) {
   EXPECT_EQ(Trials(id).size(), 5u);
 }
 
+TEST_F(ControllerTest, WarmStartFeedsTheSamplerWithTheCompatibleTrialsOfAnEarlierSweep) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(2);
+    return f;
+  };
+  int64_t old = Submit(Spec(8, 4));
+  for (int i = 0; i < 30 && !controller().AllSweepsEnded(); ++i) {
+    controller().RunOnce();
+    for (const auto& t : Trials(old)) {
+      if (t.state() == v1::TRIAL_STATE_RUNNING && !t.has_objective()) {
+        ASSERT_TRUE(Report(t.id(), {{"loss", t.params().at("x").float_value()}}).ok());
+      }
+    }
+    daemon_->clock().Advance(absl::Seconds(1));
+  }
+  ASSERT_EQ(Counts(old), (std::map<std::string, int>{{"COMPLETED", 8}}));
+  int inside = 0;
+  for (const auto& t : Trials(old)) inside += t.params().at("x").float_value() <= 0.5;
+  ASSERT_GT(inside, 0);
+  // A narrower x, the same k, and a new m with its default.
+  auto spec = [&](const std::string& extra) {
+    return absl::StrCat(
+        "parameters: {x: {type: float, low: 0, high: 0.5}, k: [a, b], "
+        "m: {type: int, low: 1, high: 4",
+        extra, "}}\nobjective: {metric: loss, direction: minimize}\ncommand: [train]\n",
+        "budget: {max_trials: 2, max_concurrent: 2}\nwarm_start: {sweep: ", old, "}\n");
+  };
+  int64_t id = Submit(spec(", default: 2"));
+  std::vector<v1::Trial> trials = Trials(id);
+  ASSERT_EQ(trials.size(), static_cast<size_t>(inside + 2));
+  for (int i = 0; i < inside; ++i) {
+    EXPECT_EQ(trials[i].origin(), "warm_start");
+    EXPECT_EQ(trials[i].state(), v1::TRIAL_STATE_COMPLETED);
+    EXPECT_EQ(trials[i].params().at("m").int_value(), 2);
+    EXPECT_LE(trials[i].params().at("x").float_value(), 0.5);
+    EXPECT_TRUE(trials[i].has_objective());
+    EXPECT_THAT(trials[i].message(), ::testing::HasSubstr(absl::StrCat("from sweep ", old)));
+  }
+  EXPECT_EQ(controller().GetSweep(id)->best_trial_id(), 0) << "not run here: not its best";
+  RunUntilEnded();
+  EXPECT_EQ(daemon_->simulated().launched().size(), 8u + 2u) << "only its own two ran";
+  // They stay what they are across a restart.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  EXPECT_EQ(Trials(id)[0].origin(), "warm_start");
+  EXPECT_EQ(Trials(id).size(), static_cast<size_t>(inside + 2));
+
+  // Refused, with nothing stored: a new parameter without a default, nothing in common, another
+  // objective.
+  size_t sweeps = daemon_->sqlite().LoadSweeps()->size();
+  auto refused = [&](const std::string& yaml, const std::string& says) {
+    v1::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    absl::StatusOr<v1::Sweep> s = controller().Submit(req);
+    EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+    EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr(says));
+  };
+  refused(spec(""), "parameter 'm' is new; give it a default:");
+  refused(absl::StrCat("parameters: {z: [1, 2]}\nobjective: {metric: loss, direction: minimize}\n"
+                       "command: t\nalgorithm: grid\nwarm_start: {sweep: ",
+                       old, "}\n"),
+          "no parameter in common (it has x, k; this sweep z)");
+  refused(absl::StrCat("parameters: {x: [1, 2]}\nobjective: {metric: acc, direction: maximize}\n"
+                       "command: t\nalgorithm: grid\nwarm_start: {sweep: ",
+                       old, "}\n"),
+          "it optimizes loss, this sweep acc in the other direction");
+  refused(absl::StrCat("parameters: {x: [1, 2]}\nobjective: {metric: loss, direction: minimize}\n"
+                       "command: t\nalgorithm: grid\nwarm_start: {sweep: 999}\n"),
+          "there is no sweep 999");
+  EXPECT_EQ(daemon_->sqlite().LoadSweeps()->size(), sweeps);
+}
+
 TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");
