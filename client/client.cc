@@ -159,9 +159,15 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
 absl::StatusOr<v1::Sweep> Client::Extend(const v1::ExtendSweepRequest& req){HPO_UNARY(
     ExtendSweep, req,
     resp.sweep())} absl::StatusOr<v1::Sweep> Client::Enqueue(const v1::EnqueueRequest& req){
-    HPO_UNARY(
-        Enqueue, req,
-        resp.sweep())} absl::StatusOr<std::vector<std::string>> Client::Remove(int64_t sweep_id) {
+    HPO_UNARY(Enqueue, req,
+              resp.sweep())} absl::StatusOr<v1::AskResponse> Client::Ask(int64_t sweep_id) {
+  v1::AskRequest req;
+  req.set_sweep_id(sweep_id);
+  HPO_UNARY(Ask, req, resp)
+}
+absl::StatusOr<v1::Trial> Client::Tell(const v1::TellRequest& req){HPO_UNARY(
+    Tell, req,
+    resp.trial())} absl::StatusOr<std::vector<std::string>> Client::Remove(int64_t sweep_id) {
   v1::RemoveSweepRequest req;
   req.set_sweep_id(sweep_id);
   HPO_UNARY(RemoveSweep, req,

@@ -42,6 +42,8 @@ class Client {
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const v1::TellRequest& req);
   // The directories removed with it.
   [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(const v1::ListTrialsRequest& req);

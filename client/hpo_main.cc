@@ -5,6 +5,7 @@
 #include "client/cli/change_commands.h"
 #include "client/cli/cli.h"
 #include "client/cli/daemon_commands.h"
+#include "client/cli/external_commands.h"
 #include "client/cli/sweep_commands.h"
 #include "client/cli/trial_commands.h"
 #include "client/cli/trial_side_commands.h"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   hpo::client::cli::DaemonCommands daemon(app, rc);
   hpo::client::cli::SweepCommands sweeps(app, rc);
   hpo::client::cli::ChangeCommands changes(app, rc);
+  hpo::client::cli::ExternalCommands external(app, rc);
   hpo::client::cli::TrialCommands trials(app, rc);
   hpo::client::cli::WatchCommands watch(app, rc);
   hpo::client::cli::UserCommands users(app, rc);

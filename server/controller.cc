@@ -442,6 +442,28 @@ absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
   return View(*sweep);
 }
 
+absl::StatusOr<v1::AskResponse> Controller::Ask(int64_t sweep_id) {
+  ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(sweep_id));
+  ASSIGN_OR_RETURN(TrialRuntime * trial, lifecycle_.Ask(*sweep));
+  v1::AskResponse resp;
+  *resp.mutable_trial() = TrialView(*sweep, *trial, clock_.Now());
+  resp.set_token(trial->rec.token);
+  resp.set_endpoint(lifecycle_.options().report_endpoint);
+  return resp;
+}
+
+absl::StatusOr<v1::Trial> Controller::Tell(const v1::TellRequest& req) {
+  auto [sweep, trial] = table_.FindTrial(req.trial_id());
+  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", req.trial_id()));
+  if (req.state() != v1::TRIAL_STATE_COMPLETED && req.state() != v1::TRIAL_STATE_FAILED) {
+    return absl::InvalidArgumentError("tell: the state is completed or failed");
+  }
+  RETURN_IF_ERROR(
+      lifecycle_.Tell(*sweep, *trial, req.state() == v1::TRIAL_STATE_COMPLETED, req.message()));
+  lifecycle_.Schedule(*sweep);
+  return TrialView(*sweep, *trial, clock_.Now());
+}
+
 absl::StatusOr<std::vector<std::string>> Controller::Remove(int64_t sweep_id) {
   ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(sweep_id));
   if (!sweep->Final()) {

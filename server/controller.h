@@ -99,6 +99,9 @@ class Controller {
   // against the space; they count toward budget.max_trials, which grows if they need it. A sweep
   // that ran out of trials reopens. INVALID_ARGUMENT for a point outside the space.
   [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
+  // Ask and tell (`backend: external`): TrialLifecycle::Ask and Tell.
+  [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const v1::TellRequest& req);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       const v1::ListTrialsRequest& req) const;
   [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);

@@ -300,6 +300,28 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* c
   });
 }
 
+grpc::ServerUnaryReactor* HpoServiceImpl::Ask(grpc::CallbackServerContext* ctx,
+                                              const v1::AskRequest* req, v1::AskResponse* resp) {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+    auto asked = controller_.Ask(req->sweep_id());
+    if (!asked.ok()) return asked.status();
+    *resp = std::move(*asked);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* HpoServiceImpl::Tell(grpc::CallbackServerContext* ctx,
+                                               const v1::TellRequest* req, v1::TellResponse* resp) {
+  return Run(ctx, [this, req, resp](const Caller& caller) {
+    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
+    auto trial = controller_.Tell(*req);
+    if (!trial.ok()) return trial.status();
+    *resp->mutable_trial() = std::move(*trial);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::RemoveSweepRequest* req,
                                                       v1::RemoveSweepResponse* resp) {

@@ -54,6 +54,10 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
                                         v1::ExtendSweepResponse* resp) override;
   grpc::ServerUnaryReactor* Enqueue(grpc::CallbackServerContext* ctx, const v1::EnqueueRequest* req,
                                     v1::EnqueueResponse* resp) override;
+  grpc::ServerUnaryReactor* Ask(grpc::CallbackServerContext* ctx, const v1::AskRequest* req,
+                                v1::AskResponse* resp) override;
+  grpc::ServerUnaryReactor* Tell(grpc::CallbackServerContext* ctx, const v1::TellRequest* req,
+                                 v1::TellResponse* resp) override;
   grpc::ServerUnaryReactor* RemoveSweep(grpc::CallbackServerContext* ctx,
                                         const v1::RemoveSweepRequest* req,
                                         v1::RemoveSweepResponse* resp) override;

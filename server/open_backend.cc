@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "backend/external_backend.h"
 #include "backend/local_backend.h"
 #include "common/clock.h"
 #include "common/status_macros.h"
@@ -47,6 +48,7 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& f
   local.cpus = flags.cpus;
   local.shim = shim;
   router->Add(std::make_unique<backend::LocalBackend>(local, SystemClock::Get()));
+  router->Add(std::make_unique<backend::ExternalBackend>(SystemClock::Get()));
 
   // --backend slurm: the sweeps that name no backend go to Slurm, so it must be there.
   std::string mode = flags.slurm;

@@ -849,7 +849,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
             {"name",    "parameters", "objective",  "command",     "pass_params", "env",
              "workdir", "budget",     "resources",  "slurm",       "algorithm",   "early_stopping",
              "seed",    "fom_regex",  "stop_grace", "stop_signal", "max_retries", "checkpoint",
-             "backend", "enqueue",    "warm_start"});
+             "backend", "enqueue",    "warm_start", "external"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -861,10 +861,23 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     Objective_(root["objective"], spec);
   else
     Error(root, "missing objective (metric and direction)");
+  const bool external =
+      root["backend"] && root["backend"].IsScalar() && root["backend"].Scalar() == "external";
   if (root["command"])
     Command(root["command"], spec);
-  else
+  else if (!external)
     Error(root, "missing command (the trial program)");
+  if (const YAML::Node& x = root["external"]; x && ExpectMap(x, "external")) {
+    CheckKeys(x, "external", {"timeout"});
+    if (!external) Error(x, "external: belongs to a sweep with backend: external");
+    if (x["timeout"]) {
+      std::optional<absl::Duration> d = Duration(x["timeout"], "external timeout");
+      if (d && *d <= absl::ZeroDuration())
+        Error(x["timeout"], "external timeout must be above 0");
+      else if (d)
+        spec.external_timeout = *d;
+    }
+  }
   if (root["pass_params"]) {
     std::string mode = String(root["pass_params"], "pass_params").value_or("");
     if (mode == "flags")
@@ -894,8 +907,9 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   // daemon's default (left empty here).
   if (root["backend"]) {
     spec.placement.backend = String(root["backend"], "backend").value_or("");
-    if (spec.placement.backend != "local" && spec.placement.backend != "slurm")
-      Error(root["backend"], "backend must be local or slurm");
+    if (spec.placement.backend != "local" && spec.placement.backend != "slurm" &&
+        spec.placement.backend != "external")
+      Error(root["backend"], "backend must be local, slurm or external");
   } else if (root["slurm"]) {
     spec.placement.backend = "slurm";
   }

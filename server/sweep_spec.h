@@ -79,6 +79,9 @@ struct SweepSpec {
   std::vector<algorithms::Params> enqueue;
   // `warm_start: {sweep: ID}`: that sweep's completed trials feed this one's sampler (0: none).
   int64_t warm_start_sweep = 0;
+  // `backend: external`: a trial asked for (`hpo ask`) and not heard from (a report, a tell)
+  // for this long is LOST (`external: {timeout: D}`).
+  absl::Duration external_timeout = absl::Minutes(10);
 
   // The argv of one trial: placeholders filled, flags appended.
   // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch; its own

@@ -130,6 +130,14 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
   if (!Writable()) return;  // no new work while hpod cannot write its data
   CheckGpuBudget(sweep);
+  if (External(sweep)) {  // its trials are made when asked for, and end when told
+    CheckSilence(sweep);
+    if (!sweep.MoreToCreate() && sweep.active == 0) {
+      FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED,
+                  absl::StrCat("all ", sweep.trials.size(), " trial(s) ended"));
+    }
+    return;
+  }
   // Trials already created go first. Each one that fits starts, so a smaller trial may pass a
   // larger one that waits for resources (backfill) — unless the oldest waiting trial has waited
   // longer than kBackfillLimit: then nothing passes it. A trial whose directory is not made yet
@@ -174,6 +182,77 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
                                                       ") was reached; ", done, " trial(s) ended")
                                        : absl::StrCat("all ", done, " trial(s) ended"));
   }
+}
+
+bool TrialLifecycle::External(const SweepRuntime& sweep) {
+  return sweep.spec().placement.backend == "external";
+}
+
+void TrialLifecycle::CheckSilence(SweepRuntime& sweep) {
+  absl::Time now = clock_.Now();
+  for (auto& t : sweep.trials) {
+    TrialRecord& rec = t->rec;
+    if (rec.state != v1::TRIAL_STATE_RUNNING) continue;
+    absl::Time heard = rec.started_at.value_or(rec.created_at);
+    if (t->last_report) heard = std::max(heard, t->last_report->time);
+    if (now - heard < sweep.spec().external_timeout) continue;
+    backend_.Reclaim(rec.id, rec.backend_id);
+    rec.infra_failure = true;
+    rec.interruption = v1::INTERRUPTION_VANISHED;
+    EndTrial(sweep, *t, v1::TRIAL_STATE_LOST,
+             absl::StrCat("not heard from (no report, no tell) for ",
+                          absl::FormatDuration(sweep.spec().external_timeout)));
+  }
+}
+
+absl::StatusOr<TrialRuntime*> TrialLifecycle::Ask(SweepRuntime& sweep) {
+  if (!External(sweep)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep.rec.id, " runs its trials on ", sweep.spec().placement.backend,
+                     "; ask and tell are for a sweep with backend: external"));
+  }
+  if (sweep.Final() || sweep.Ending() || sweep.rec.state != v1::SWEEP_STATE_RUNNING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep.rec.id, " is ",
+                     v1::StateName(sweep.Ending() ? sweep.rec.ending : sweep.rec.state),
+                     sweep.Ending() ? " (ending)" : "", ": it gives out no trial"));
+  }
+  if (!Writable()) return absl::UnavailableError("hpod cannot write its data now; ask again later");
+  CheckGpuBudget(sweep);
+  if (sweep.active >= sweep.spec().budget.max_concurrent) {
+    return absl::ResourceExhaustedError(absl::StrCat("sweep ", sweep.rec.id, " has ", sweep.active,
+                                                     " trial(s) out, its budget.max_concurrent; ",
+                                                     "tell one first"));
+  }
+  size_t before = sweep.trials.size();
+  if (!sweep.MoreToCreate() || !CreateTrial(sweep) || sweep.trials.size() == before) {
+    return absl::OutOfRangeError(
+        absl::StrCat("sweep ", sweep.rec.id, " has no trial left to give out"));
+  }
+  TrialRuntime& trial = *sweep.trials.back();
+  for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);  // it starts now
+  return &trial;
+}
+
+absl::Status TrialLifecycle::Tell(SweepRuntime& sweep, TrialRuntime& trial, bool completed,
+                                  const std::string& message) {
+  if (!External(sweep)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trial ", trial.rec.id, " runs on ", sweep.spec().placement.backend,
+                     "; hpod learns how it ended by itself (tell is for backend: external)"));
+  }
+  if (trial.rec.state != v1::TRIAL_STATE_RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("trial ", trial.rec.id, " is ",
+                                                      v1::StateName(trial.rec.state),
+                                                      ", not running: nothing to tell"));
+  }
+  backend::BackendEvent e =
+      backend::BackendEvent::Of(backend::BackendEvent::Kind::kExited, trial.rec.id, clock_.Now());
+  e.exit_code = completed ? 0 : 1;
+  e.message = !message.empty() ? message : completed ? "" : "told failed";
+  backend_.Reclaim(trial.rec.id, trial.rec.backend_id);
+  HandleBackendEvent(e);
+  return absl::OkStatus();
 }
 
 void TrialLifecycle::CheckGpuBudget(SweepRuntime& sweep) {
@@ -291,6 +370,11 @@ void TrialLifecycle::PollFiles() {
 
 void TrialLifecycle::PrepareFiles(SweepRuntime& sweep, TrialRuntime& trial) {
   if (trial.files != TrialRuntime::Files::kNone) return;
+  if (External(sweep)) {  // it runs elsewhere: hpod makes no directory for it
+    trial.files = TrialRuntime::Files::kReady;
+    trial.rec.trial_dir.clear();
+    return;
+  }
   int64_t number = trial.rec.number;
   if (auto made = sweep.dirs_made.find(number); made != sweep.dirs_made.end()) {
     absl::Status status = std::move(made->second);

@@ -55,6 +55,13 @@ class TrialLifecycle {
   // Launches what fits, creates trials up to the budget and concurrency, ends the sweep once
   // nothing is left to do.
   void Schedule(SweepRuntime& sweep);
+  // `backend: external` (ask and tell): a new trial, started at once, for something else to run;
+  // FAILED_PRECONDITION for a sweep not external or not running, RESOURCE_EXHAUSTED when
+  // max_concurrent trials are out, OUT_OF_RANGE when the budget has no trial left.
+  [[nodiscard]] absl::StatusOr<TrialRuntime*> Ask(SweepRuntime& sweep);
+  // ... and how it ended: COMPLETED (or the stop state hpod decided), or FAILED.
+  [[nodiscard]] absl::Status Tell(SweepRuntime& sweep, TrialRuntime& trial, bool completed,
+                                  const std::string& message);
   // The sweep winds down to `state`: no new trials, running ones are stopped (CANCELED for a
   // cancel, STOPPED otherwise); it takes `state` once its last trial ended.
   void BeginEnding(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
@@ -120,6 +127,9 @@ class TrialLifecycle {
                                   absl::Time start, absl::Time end);
   // budget.gpu_hours: once the sweep's trials used it, no trial starts (see SweepRuntime).
   void CheckGpuBudget(SweepRuntime& sweep);
+  static bool External(const SweepRuntime& sweep);
+  // An external sweep's running trials not heard from within its timeout end LOST.
+  void CheckSilence(SweepRuntime& sweep);
   void EnforceStops();
   void FinishSweep(SweepRuntime& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();

@@ -115,6 +115,29 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sorted(df["origin"]), ["enqueued"] + ["sampled"] * 4)
         self.assertEqual(df.loc[df["origin"] == "enqueued", "x"].tolist(), [1.5])
 
+    def test_ask_and_tell(self):
+        s = self.client.submit({
+            "name": "ext", "backend": "external", "external": {"timeout": "60s"},
+            "parameters": {"x": {"type": "float", "low": 0, "high": 6}},
+            "objective": {"metric": "loss", "direction": "minimize"},
+            "budget": {"max_trials": 3, "max_concurrent": 2}, "seed": 2})
+        told = []
+        for _ in range(3):
+            t = s.ask()
+            self.assertTrue(0 <= t.params["x"] <= 6)
+            for step in (1, 2):
+                self.assertTrue(t.report(step=step, loss=(t.params["x"] - 3) ** 2 / step))
+            told.append(t.tell("completed" if t.number < 2 else "failed"))
+        self.assertEqual(told, ["COMPLETED", "COMPLETED", "FAILED"])
+        st = s.wait(timeout=30)
+        self.assertEqual(st["state"], "COMPLETED")
+        self.assertEqual(st["backend"], "external")
+        with self.assertRaises(hpo.HpoError) as cm:
+            s.ask()
+        self.assertEqual(cm.exception.code.name, "FAILED_PRECONDITION")
+        df = s.trials()
+        self.assertEqual(list(df["step"]), [2, 2, 2])
+
     def test_watch_in_a_terminal_and_plots(self):
         import contextlib, io
         s = self.client.submit(self.spec(trials=4))

@@ -9,6 +9,6 @@
 Inside a trial: ``hpo.report(step=3, val_acc=0.91)`` (reads the trial's environment).
 The gRPC stubs in ``hpo.v1`` are generated at build time from proto/hpo/v1/hpo.proto.
 """
-from hpo.client import Client, Sweep, HpoError, report
+from hpo.client import Client, ExternalTrial, Sweep, HpoError, report
 
-__all__ = ["Client", "Sweep", "HpoError", "report"]
+__all__ = ["Client", "ExternalTrial", "Sweep", "HpoError", "report"]

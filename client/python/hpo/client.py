@@ -264,6 +264,13 @@ class Sweep:
         self.client._call("Enqueue", req)
         return self.status()
 
+    def ask(self):
+        """A new trial of a sweep with ``backend: external``, for the caller to run: an
+        ExternalTrial with ``id``, ``number`` and ``params``; it reports with ``report()``
+        (early stopping answers it) and ends with ``tell()``."""
+        r = self.client._call("Ask", hpo_pb2.AskRequest(sweep_id=self.id))
+        return ExternalTrial(self.client, r)
+
     def wait(self, timeout=None, poll=0.25):
         """Blocks until the sweep ends; returns status()."""
         until = None if timeout is None else time.monotonic() + timeout
@@ -300,6 +307,33 @@ class Sweep:
 _reporter = None
 
 
+class ExternalTrial:
+    """A trial hpod proposed and something else runs (``Sweep.ask()``)."""
+
+    def __init__(self, client, asked):
+        self.client = client
+        self.id = asked.trial.id
+        self.number = asked.trial.number
+        self.params = {k: _value(v) for k, v in sorted(asked.trial.params.items())}
+        self._reporter = _Reporter(asked.endpoint, asked.trial.id, asked.token)
+
+    def __repr__(self):
+        return f"ExternalTrial({self.id}, {self.params})"
+
+    def report(self, step=None, **metrics):
+        """Pushes metrics; False when hpod says stop (then tell it how it ended)."""
+        return self._reporter.report(step, metrics)
+
+    def tell(self, state="completed", message=""):
+        """Ends the trial: ``"completed"`` or ``"failed"``. Returns its final state."""
+        states = {"completed": hpo_pb2.TRIAL_STATE_COMPLETED, "failed": hpo_pb2.TRIAL_STATE_FAILED}
+        if state not in states:
+            raise ValueError("state is 'completed' or 'failed'")
+        r = self.client._call("Tell", hpo_pb2.TellRequest(trial_id=self.id, state=states[state],
+                                                         message=message))
+        return _state("trial", r.trial.state)
+
+
 def report(step=None, **metrics):
     """Inside a trial: pushes metrics (e.g. ``report(step=3, val_acc=0.91)``).
 
@@ -313,14 +347,17 @@ def report(step=None, **metrics):
 
 
 class _Reporter:
-    def __init__(self):
-        try:
-            self.endpoint = os.environ["HPO_ENDPOINT"]
-            self.trial_id = int(os.environ["HPO_TRIAL_ID"])
-            self.token = os.environ["HPO_TRIAL_TOKEN"]
-        except KeyError as e:
-            raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
-                           f"not inside an hpod trial: {e.args[0]} is not set") from None
+    def __init__(self, endpoint=None, trial_id=None, token=None):
+        if endpoint is not None:
+            self.endpoint, self.trial_id, self.token = endpoint, trial_id, token
+        else:
+            try:
+                self.endpoint = os.environ["HPO_ENDPOINT"]
+                self.trial_id = int(os.environ["HPO_TRIAL_ID"])
+                self.token = os.environ["HPO_TRIAL_TOKEN"]
+            except KeyError as e:
+                raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"not inside an hpod trial: {e.args[0]} is not set") from None
         self.channel = _channel(self.endpoint, os.environ.get("HPO_TLS_CA") or None)
         self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
 

@@ -314,7 +314,7 @@ TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {
   EXPECT_EQ(r.spec->placement.backend, "") << "the daemon's default";
   e = Errors(head + "backend: cloud\n");
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_THAT(e[0], HasSubstr("9:10: backend must be local or slurm"));
+  EXPECT_THAT(e[0], HasSubstr("9:10: backend must be local, slurm or external"));
 }
 
 TEST(SweepSpec, GeneticSettings) {
