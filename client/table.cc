@@ -272,6 +272,29 @@ std::string SweepLine(const v1::Sweep& sweep) {
                          absl::StrJoin(parts, ", "), gpu_hours, best);
 }
 
+nlohmann::json ParamsJson(const v1::Trial& t) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : t.params()) {
+    switch (v.kind_case()) {
+      case v1::ParamValue::kFloatValue:
+        params[k] = v.float_value();
+        break;
+      case v1::ParamValue::kIntValue:
+        params[k] = v.int_value();
+        break;
+      case v1::ParamValue::kStringValue:
+        params[k] = v.string_value();
+        break;
+      case v1::ParamValue::kBoolValue:
+        params[k] = v.bool_value();
+        break;
+      default:
+        break;
+    }
+  }
+  return params;
+}
+
 std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
   std::vector<std::string> params = ParamNames(trials);
   std::vector<std::string> metrics = MetricNames(trials);
@@ -327,26 +350,7 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["sweep_id"] = t.sweep_id();
     j["number"] = t.number();
     j["state"] = v1::StateName(t.state());
-    nlohmann::json params = nlohmann::json::object();
-    for (const auto& [k, v] : t.params()) {
-      switch (v.kind_case()) {
-        case v1::ParamValue::kFloatValue:
-          params[k] = v.float_value();
-          break;
-        case v1::ParamValue::kIntValue:
-          params[k] = v.int_value();
-          break;
-        case v1::ParamValue::kStringValue:
-          params[k] = v.string_value();
-          break;
-        case v1::ParamValue::kBoolValue:
-          params[k] = v.bool_value();
-          break;
-        default:
-          break;
-      }
-    }
-    j["params"] = params;
+    j["params"] = ParamsJson(t);
     j["metrics"] = std::map<std::string, double>(t.last_metrics().begin(), t.last_metrics().end());
     j["objective"] = t.has_objective() ? nlohmann::json(t.objective()) : nlohmann::json(nullptr);
     j["step"] = t.step();

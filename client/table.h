@@ -6,10 +6,13 @@
 #include <vector>
 
 #include "hpo/v1/hpo.pb.h"
+#include "nlohmann/json.hpp"
 
 namespace hpo::client {
 
 std::string ValueText(const v1::ParamValue& v);
+// A trial's parameters as a JSON object, each value with its own type.
+nlohmann::json ParamsJson(const v1::Trial& t);
 std::string NumberText(double v);  // 6 significant digits
 // Seconds the trial ran (until now when still running); 0 before it started.
 double RuntimeSeconds(const v1::Trial& t);

@@ -5,7 +5,6 @@
 #include "client/cli/cli.h"
 #include "client/table.h"
 #include "hpo/v1/states.h"
-#include "nlohmann/json.hpp"
 
 namespace hpo::client::cli {
 
@@ -35,24 +34,8 @@ void ExternalCommands::Ask() {
     return;
   }
   const v1::Trial& t = asked->trial();
-  nlohmann::json params = nlohmann::json::object();
-  for (const auto& [name, value] : t.params()) {
-    switch (value.kind_case()) {
-      case v1::ParamValue::kFloatValue:
-        params[name] = value.float_value();
-        break;
-      case v1::ParamValue::kIntValue:
-        params[name] = value.int_value();
-        break;
-      case v1::ParamValue::kBoolValue:
-        params[name] = value.bool_value();
-        break;
-      default:
-        params[name] = value.string_value();
-    }
-  }
   nlohmann::json out = {{"trial_id", t.id()},       {"number", t.number()},
-                        {"sweep_id", t.sweep_id()}, {"params", params},
+                        {"sweep_id", t.sweep_id()}, {"params", ParamsJson(t)},
                         {"token", asked->token()},  {"endpoint", asked->endpoint()}};
   std::printf("%s\n", out.dump().c_str());
 }

@@ -22,6 +22,17 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# refused WANT_RC MESSAGE ARGS...: `hpo ARGS` exits WANT_RC and says MESSAGE (output in $WORK/out).
+refused() {
+  local want=$1 msg=$2
+  shift 2
+  set +e
+  hpo "$@" >"$WORK/out" 2>&1
+  local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || fail "hpo $* exited $rc, not $want: $(cat "$WORK/out")"
+  grep -qF -- "$msg" "$WORK/out" || fail "hpo $*: unclear: $(cat "$WORK/out")"
+}
 pass() { echo "PASS: $*"; }
 sql() { sqlite3 "$HPO_DATA_DIR/hpod.db" "$1"; }
 # Every stored report, for `FROM $ALL_REPORTS`: the indexed table and the staged log that hpod

@@ -46,16 +46,6 @@ grep -q "not heard from" <<<"$(sql "SELECT message FROM trials WHERE id=$(field 
 [ "$(sql "SELECT message FROM trials WHERE id=$(field "$failed" trial_id)")" = "diverged" ] || fail "the tell message was not kept"
 pass "ask gives trials, reports are answered by early stopping, tell ends them, silence is LOST"
 
-refused() {  # WANT_RC MESSAGE ARGS...
-  local want=$1 msg=$2
-  shift 2
-  set +e
-  hpo "$@" >"$WORK/out" 2>&1
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "hpo $* exited $rc, not $want: $(cat "$WORK/out")"
-  grep -qF -- "$msg" "$WORK/out" || fail "hpo $*: unclear: $(cat "$WORK/out")"
-}
 refused 1 "is STOPPED, not running: nothing to tell" tell "$(field "$j" trial_id)" --state completed
 refused 2 "--state" tell 1 --state done
 refused 1 "no trial 999" tell 999 --state completed

@@ -37,16 +37,6 @@ hpo wait "$whole" --timeout 60 >/dev/null || fail "the sweep of 5 did not comple
 pass "extend reopened the sweep and its search went on as if it had been larger from the start"
 
 # Refusals: each says what is wrong and changes nothing.
-refused() {  # WANT_RC MESSAGE ARGS...
-  local want=$1 msg=$2
-  shift 2
-  set +e
-  hpo "$@" >"$WORK/out" 2>&1
-  local rc=$?
-  set -e
-  [ "$rc" -eq "$want" ] || fail "hpo $* exited $rc, not $want: $(cat "$WORK/out")"
-  grep -qF -- "$msg" "$WORK/out" || fail "hpo $*: unclear: $(cat "$WORK/out")"
-}
 before=$(sql "SELECT state || budget_json FROM sweeps WHERE id=$id")
 refused 1 "already made 5 trial(s); --trials 5 gives it none more" extend "$id" --trials 5
 refused 1 "GPU-hours; a budget of 1e-06 gives it nothing more" extend "$id" --trials +1 --gpu-hours 0.000001
