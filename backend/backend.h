@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,18 @@ inline const char* InterruptionWords(Interruption i) {
   return "the infrastructure";
 }
 
+// An allocation a backend holds for a sweep (Slurm steps mode): its trials run in it, and the
+// site charges it from its start to its end whether they do or not.
+struct AllocationUsage {
+  std::string id;  // the backend's, unique within it ("slurm:1234")
+  int64_t sweep_id = 0;
+  int gpus = 0;  // over all its nodes
+  int nodes = 0;
+  absl::Time started_at;
+  std::optional<absl::Time> ended_at;           // nullopt while it is held
+  absl::Time ends_at = absl::InfiniteFuture();  // while held: when its time limit ends it
+};
+
 struct BackendEvent {
   enum class Kind {
     kStarted,  // the trial's process runs; backend_id and gpus are set
@@ -126,6 +139,7 @@ struct BackendEvent {
     kUpdated,  // more is known about a running trial: backend_id (and gpus when set) replace the
                // old
     kLaunchFailed,  // carrying out the launch failed: `message` says why, `infra` whose fault
+    kAllocation,    // an allocation started, changed or ended (`allocation`; trial_id is 0)
   };
   Kind kind = Kind::kStarted;
   int64_t trial_id = 0;
@@ -138,6 +152,7 @@ struct BackendEvent {
   std::string message;          // human-readable detail (exec failure, loss reason)
   bool infra = false;           // kLaunchFailed: the infrastructure's fault, not the trial's
   Interruption interruption = Interruption::kNone;  // kLost: what took it
+  AllocationUsage allocation;                       // kAllocation
 
   static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {
     BackendEvent e;
@@ -203,6 +218,10 @@ class Backend : public Capacity {
                                            const std::string& /*gpus*/) {
     return absl::UnimplementedError("this backend cannot re-adopt trials");
   }
+  // After a restart: an allocation the store says this backend held for a sweep and had not
+  // seen end. The backend takes it back with its steps, or reports (kAllocation) when it ended:
+  // slurmctld's end time, or when it was known to end when no record of it is left.
+  virtual void AdoptAllocation(const AllocationUsage& /*allocation*/) {}
   // A trial the store says was running that was not (or could not be) adopted: end whatever is
   // left of it so that it does not run unaccounted.
   virtual void Reclaim(int64_t trial_id, const std::string& backend_id) = 0;

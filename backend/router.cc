@@ -128,6 +128,12 @@ void Router::Reclaim(int64_t trial_id, const std::string& backend_id) {
   if (b != nullptr) b->Reclaim(trial_id, backend_id);
 }
 
+void Router::AdoptAllocation(const AllocationUsage& allocation) {
+  for (const auto& b : backends_) {
+    if (absl::StartsWith(allocation.id, b->Name() + ":")) b->AdoptAllocation(allocation);
+  }
+}
+
 void Router::Detach() {
   for (const auto& b : backends_) b->Detach();
   trials_.clear();

@@ -47,6 +47,8 @@ class Router final : public Backend {
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
+  // To the backend its id names ("slurm:...").
+  void AdoptAllocation(const AllocationUsage& allocation) override;
   void Detach() override;
   void SweepEnded(int64_t sweep_id) override;
   void SweepReopened(int64_t sweep_id) override;

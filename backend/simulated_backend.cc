@@ -16,13 +16,63 @@ absl::Status SimulatedBackend::Launch(const LaunchSpec& spec) {
   std::optional<Grant> grant = pool_.Acquire(spec.resources);
   if (!grant) return absl::ResourceExhaustedError("no free simulated resources");
   Sim sim;
+  sim.sweep_id = spec.sweep_id;
   sim.fate = script_(spec);
   sim.grant = *grant;
   sim.start = clock_.Now() + sim.fate.start_delay;
   sim.end = sim.start + sim.fate.run_time;
   trials_[spec.trial_id] = sim;
   if (keep_launched_) launched_.push_back(spec);
+  if (model_) {
+    Allocate(spec.sweep_id, clock_.Now());
+    ++running_by_sweep_[spec.sweep_id];
+  }
   return absl::OkStatus();
+}
+
+void SimulatedBackend::Allocate(int64_t sweep_id, absl::Time at) {
+  Held& held = allocations_[sweep_id];
+  held.idle_since = absl::InfiniteFuture();
+  if (!held.usage.id.empty()) return;
+  held.usage.id = absl::StrCat(name_, ":alloc-", next_allocation_++);
+  held.usage.sweep_id = sweep_id;
+  held.usage.gpus = model_->gpus;
+  held.usage.nodes = model_->nodes;
+  held.usage.started_at = at;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, at);
+  e.allocation = held.usage;
+  allocation_events_.push_back(std::move(e));
+}
+
+void SimulatedBackend::ReleaseIdle(absl::Time now, std::vector<BackendEvent>& out) {
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    Held& held = it->second;
+    bool idle = running_by_sweep_[it->first] == 0;
+    auto ended = ended_sweeps_.find(it->first);
+    if (idle && (ended != ended_sweeps_.end() || now - held.idle_since >= model_->idle_timeout)) {
+      held.usage.ended_at = ended != ended_sweeps_.end() ? std::max(held.idle_since, ended->second)
+                                                         : held.idle_since + model_->idle_timeout;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, *held.usage.ended_at);
+      e.allocation = held.usage;
+      out.push_back(std::move(e));
+      it = allocations_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+void SimulatedBackend::AdoptAllocation(const AllocationUsage& allocation) {
+  auto it = allocations_.find(allocation.sweep_id);
+  if (it != allocations_.end() && it->second.usage.id == allocation.id) return;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, clock_.Now());
+  e.allocation = allocation;
+  e.allocation.ended_at = clock_.Now();
+  allocation_events_.push_back(std::move(e));
+}
+
+void SimulatedBackend::SweepEnded(int64_t sweep_id) {
+  if (model_) ended_sweeps_[sweep_id] = clock_.Now();
 }
 
 absl::Status SimulatedBackend::Stop(int64_t trial_id, absl::Duration grace) {
@@ -52,6 +102,7 @@ absl::Status SimulatedBackend::Adopt(const LaunchSpec& spec, const std::string&,
 
 std::vector<BackendEvent> SimulatedBackend::Poll() {
   std::vector<BackendEvent> out;
+  out.swap(allocation_events_);
   absl::Time now = clock_.Now();
   for (auto it = trials_.begin(); it != trials_.end();) {
     Sim& sim = it->second;
@@ -75,11 +126,17 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
       }
       out.push_back(e);
       pool_.Release(sim.grant);
+      if (model_ && --running_by_sweep_[sim.sweep_id] == 0) {
+        if (auto held = allocations_.find(sim.sweep_id); held != allocations_.end()) {
+          held->second.idle_since = sim.end;
+        }
+      }
       it = trials_.erase(it);
       continue;
     }
     ++it;
   }
+  if (model_) ReleaseIdle(now, out);
   return out;
 }
 

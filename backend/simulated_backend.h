@@ -4,10 +4,18 @@
 // A script decides each launched trial's fate (run time, exit code, whether it is lost); the
 // backend reports kStarted after `start_delay` and kExited / kLost when the FakeClock passes the
 // trial's end. Stop ends the trial after min(grace, stop_after) with the stop signal.
+//
+// With set_allocations, it also holds allocations as Slurm steps mode does, for their cost: a
+// sweep gets one (of the model's GPUs and nodes) at its first launch while it holds none, and
+// lets it go once none of its trials ran for the model's idle timeout, or once the sweep ended
+// and its last trial did (the later of the two); each start and end is reported (kAllocation).
+// Trials still share the backend's one pool of GPUs and slots.
+//
 // Thread safety: controller thread only (see Backend).
 
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "backend/backend.h"
 #include "backend/resource_pool.h"
@@ -27,6 +35,11 @@ struct SimulatedFate {
 class SimulatedBackend final : public Backend {
  public:
   using Script = std::function<SimulatedFate(const LaunchSpec&)>;
+  struct AllocationModel {
+    int gpus = 0;  // over all its nodes
+    int nodes = 1;
+    absl::Duration idle_timeout = absl::Seconds(30);
+  };
   SimulatedBackend(const Clock& clock, int gpus, int slots, Script script);
 
   std::string Name() const override { return name_; }
@@ -44,6 +57,11 @@ class SimulatedBackend final : public Backend {
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
   void Reclaim(int64_t, const std::string&) override {}
+  // An allocation it still holds goes on; one it does not hold ended now.
+  void AdoptAllocation(const AllocationUsage& allocation) override;
+  void SweepEnded(int64_t sweep_id) override;
+  void SweepReopened(int64_t sweep_id) override { ended_sweeps_.erase(sweep_id); }
+  void set_allocations(AllocationModel model) { model_ = model; }
   int Running() const override { return static_cast<int>(trials_.size()); }
   std::string Describe() const override;
 
@@ -55,6 +73,7 @@ class SimulatedBackend final : public Backend {
  private:
   std::string name_ = "simulated";
   struct Sim {
+    int64_t sweep_id = 0;
     SimulatedFate fate;
     Grant grant;
     absl::Time start;
@@ -68,6 +87,19 @@ class SimulatedBackend final : public Backend {
   std::map<int64_t, Sim> trials_;
   std::vector<LaunchSpec> launched_;
   bool keep_launched_ = true;
+  // Allocations (set_allocations): by sweep, the one it holds and since when it has been idle.
+  void Allocate(int64_t sweep_id, absl::Time at);
+  void ReleaseIdle(absl::Time now, std::vector<BackendEvent>& out);
+  std::optional<AllocationModel> model_;
+  struct Held {
+    AllocationUsage usage;
+    absl::Time idle_since = absl::InfiniteFuture();
+  };
+  std::map<int64_t, Held> allocations_;
+  std::map<int64_t, int> running_by_sweep_;
+  std::map<int64_t, absl::Time> ended_sweeps_;  // when SweepEnded said so
+  std::vector<BackendEvent> allocation_events_;
+  int next_allocation_ = 1;
 };
 
 }  // namespace hpo::backend

@@ -66,8 +66,15 @@ Problem Hartmann6Curve() {
   Problem p;
   p.name = "Hartmann-6 with learning curves (synthetic)";
   for (int i = 1; i <= 6; ++i)
-    p.space.params.push_back(
-        {"x" + std::to_string(i), ParamType::kFloat, 0, 1, false, std::nullopt, {}, {}});
+    p.space.params.push_back({"x" + std::to_string(i),
+                              ParamType::kFloat,
+                              0,
+                              1,
+                              false,
+                              std::nullopt,
+                              {},
+                              {},
+                              std::nullopt});
   p.value = [](const Params& x, int epoch) {
     double h = hpo::bench::Hartmann6(x);
     return h + 2.0 * std::exp(-epoch * (0.5 + Num(x, "x1")) / 9.0);
@@ -121,14 +128,29 @@ Problem DigitsTable(const std::string& path) {
     v->erase(std::unique(v->begin(), v->end()), v->end());
   }
   p.space.params.push_back(
-      {"lr", ParamType::kFloat, lrs.front(), lrs.back(), true, std::nullopt, {}, {}});
-  p.space.params.push_back(
-      {"hidden", ParamType::kInt, hiddens.front(), hiddens.back(), true, std::nullopt, {}, {}});
-  p.space.params.push_back(
-      {"alpha", ParamType::kFloat, alphas.front(), alphas.back(), true, std::nullopt, {}, {}});
+      {"lr", ParamType::kFloat, lrs.front(), lrs.back(), true, std::nullopt, {}, {}, std::nullopt});
+  p.space.params.push_back({"hidden",
+                            ParamType::kInt,
+                            hiddens.front(),
+                            hiddens.back(),
+                            true,
+                            std::nullopt,
+                            {},
+                            {},
+                            std::nullopt});
+  p.space.params.push_back({"alpha",
+                            ParamType::kFloat,
+                            alphas.front(),
+                            alphas.back(),
+                            true,
+                            std::nullopt,
+                            {},
+                            {},
+                            std::nullopt});
   std::vector<ParamValue> bs;
   for (double b : batches) bs.push_back(static_cast<int64_t>(b));
-  p.space.params.push_back({"batch", ParamType::kCategorical, 0, 0, false, std::nullopt, bs, {}});
+  p.space.params.push_back(
+      {"batch", ParamType::kCategorical, 0, 0, false, std::nullopt, bs, {}, std::nullopt});
   // A suggestion is the grid point nearest in log space.
   auto snap = [](const std::vector<double>& grid, double v) {
     double best = grid.front();

@@ -239,19 +239,38 @@ std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& tr
   return out;
 }
 
+namespace {
+
+// " of 10 (12.5%)" for a budget of 10 of which `used` is used; "" without a budget.
+std::string OfBudget(double used, double budget) {
+  return budget > 0 ? absl::StrFormat(" of %.3g (%.1f%%)", budget, 100 * used / budget) : "";
+}
+
+}  // namespace
+
+bool InAllocations(const v1::Sweep& sweep) {
+  return sweep.allocation_gpu_seconds() > 0 || sweep.allocation_gpus_held() > 0;
+}
+
 std::string GpuHoursText(const v1::Sweep& sweep) {
-  double used = sweep.gpu_seconds() / 3600;
+  double used = sweep.charged_gpu_seconds() / 3600;
   std::string out = absl::StrFormat("GPU-hours %.3g", used);
-  if (sweep.gpu_hours_budget() > 0) {
-    absl::StrAppend(&out, absl::StrFormat(" of %.3g (%.1f%%)", sweep.gpu_hours_budget(),
-                                          100 * used / sweep.gpu_hours_budget()));
+  if (InAllocations(sweep)) {
+    absl::StrAppend(&out, absl::StrFormat(" in allocations (%.3g in trials: utilization %.1f%%)",
+                                          sweep.gpu_seconds() / 3600, 100 * sweep.utilization()));
   }
-  if (sweep.gpus_held() > 0) absl::StrAppend(&out, ", ", sweep.gpus_held(), " GPU(s) held");
+  absl::StrAppend(&out, OfBudget(used, sweep.gpu_hours_budget()));
+  int held = InAllocations(sweep) ? sweep.allocation_gpus_held() : sweep.gpus_held();
+  if (held > 0) absl::StrAppend(&out, ", ", held, " GPU(s) held");
   if (sweep.budget_seconds_left() > 0) {
     absl::StrAppend(&out, ": the budget lasts about ",
                     hpo::HumanDuration(absl::Seconds(sweep.budget_seconds_left())),
                     " at this rate");
   }
+  double nodes = sweep.node_seconds() / 3600;
+  absl::StrAppend(&out, absl::StrFormat("\nnode-hours %.3g", nodes),
+                  OfBudget(nodes, sweep.node_hours_budget()));
+  if (sweep.nodes_held() > 0) absl::StrAppend(&out, ", ", sweep.nodes_held(), " node(s) held");
   return out;
 }
 
@@ -263,7 +282,7 @@ std::string SweepLine(const v1::Sweep& sweep) {
       sweep.best_trial_id() != 0
           ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
           : "-";
-  std::string gpu_hours = absl::StrFormat("%.3g", sweep.gpu_seconds() / 3600);
+  std::string gpu_hours = absl::StrFormat("%.3g", sweep.charged_gpu_seconds() / 3600);
   if (sweep.gpu_hours_budget() > 0) {
     absl::StrAppend(&gpu_hours, absl::StrFormat("/%.3g", sweep.gpu_hours_budget()));
   }
@@ -271,6 +290,13 @@ std::string SweepLine(const v1::Sweep& sweep) {
                          sweep.name().substr(0, 24), v1::StateName(sweep.state()), sweep.backend(),
                          absl::StrJoin(parts, ", "), gpu_hours, best);
 }
+
+namespace {
+
+// A positive number, or null for 0 (none).
+nlohmann::json OrNull(double x) { return x > 0 ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+}  // namespace
 
 nlohmann::json ParamsJson(const v1::Trial& t) {
   nlohmann::json params = nlohmann::json::object();
@@ -394,9 +420,14 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       {"objective_metric", sweep.objective_metric()},
       {"direction", sweep.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"},
       {"best_trial_id", sweep.best_trial_id()},
-      {"gpu_hours", sweep.gpu_seconds() / 3600},
-      {"gpu_hours_budget", sweep.gpu_hours_budget() > 0 ? nlohmann::json(sweep.gpu_hours_budget())
-                                                        : nlohmann::json(nullptr)}};
+      {"gpu_hours", sweep.charged_gpu_seconds() / 3600},
+      {"trial_gpu_hours", sweep.gpu_seconds() / 3600},
+      {"allocation_gpu_hours", sweep.allocation_gpu_seconds() / 3600},
+      {"utilization", InAllocations(sweep) ? nlohmann::json(sweep.utilization()) : nullptr},
+      {"gpu_hours_budget", OrNull(sweep.gpu_hours_budget())},
+      {"node_hours", sweep.node_seconds() / 3600},
+      {"node_hours_budget", OrNull(sweep.node_hours_budget())},
+      {"budget_seconds_left", OrNull(sweep.budget_seconds_left())}};
   root["trials"] = std::move(arr);
   return root.dump(2) + "\n";
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -11,6 +12,7 @@
 #include "hpo/v1/states.h"
 #include "server/convert.h"
 #include "server/recovery.h"
+#include "server/usage.h"
 #include "server/views.h"
 #include "spdlog/spdlog.h"
 
@@ -292,16 +294,13 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
   BudgetChange change = sweep->rec.budget_change;
   std::vector<std::string> said;
   if (req.max_trials() < 0 || req.add_trials() < 0 || req.max_concurrent() < 0 ||
-      req.wall_time_seconds() < 0 || req.gpu_hours() < 0 || req.add_gpu_hours() < 0) {
+      req.wall_time_seconds() < 0 || req.gpu_hours() < 0 || req.add_gpu_hours() < 0 ||
+      req.node_hours() < 0 || req.add_node_hours() < 0) {
     return absl::InvalidArgumentError("extend: every amount must be positive");
   }
   if (req.max_trials() > 0 && req.add_trials() > 0) {
     return absl::InvalidArgumentError(
         "extend: give the new number of trials or how many more, not both");
-  }
-  if (req.gpu_hours() > 0 && req.add_gpu_hours() > 0) {
-    return absl::InvalidArgumentError(
-        "extend: give the new GPU-hour budget or how many more, not both");
   }
   const int64_t made = sweep->Counted();
   if (req.max_trials() > 0 || req.add_trials() > 0) {
@@ -331,21 +330,17 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
     change.wall_time = (clock_.Now() - sweep->rec.created_at) + more;
     said.push_back(absl::StrCat("wall time ", absl::FormatDuration(more), " more"));
   }
-  if (req.gpu_hours() > 0 || req.add_gpu_hours() > 0) {
-    double hours = req.gpu_hours() > 0 ? req.gpu_hours()
-                                       : now_budget.gpu_hours.value_or(0) + req.add_gpu_hours();
-    double used = sweep->GpuSeconds(clock_.Now()) / 3600;
-    if (hours <= used) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "extend: %s already used %.4g GPU-hours; a budget of %.4g gives it nothing more", id,
-          used, hours));
-    }
-    change.gpu_hours = hours;
-    said.push_back(absl::StrFormat("GPU-hours %.4g", hours));
-  }
+  const Usage usage = MeasureUsage(*sweep, clock_.Now());
+  ASSIGN_OR_RETURN(change.gpu_hours,
+                   ExtendHours(id, "GPU-hours", req.gpu_hours(), req.add_gpu_hours(),
+                               now_budget.gpu_hours, usage.GpuSeconds(), change.gpu_hours, said));
+  ASSIGN_OR_RETURN(change.node_hours, ExtendHours(id, "node-hours", req.node_hours(),
+                                                  req.add_node_hours(), now_budget.node_hours,
+                                                  usage.NodeSeconds(), change.node_hours, said));
   if (said.empty()) {
     return absl::InvalidArgumentError(
-        "extend: nothing to change (give --trials, --wall-time, --concurrent or --gpu-hours)");
+        "extend: nothing to change (give --trials, --wall-time, --concurrent, --gpu-hours or "
+        "--node-hours)");
   }
   // What stopped it must have moved, or it would end again at once.
   absl::Duration ran = clock_.Now() - sweep->rec.created_at;
@@ -356,11 +351,13 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
                                                    absl::FormatDuration(*wall),
                                                    ") has run out; give --wall-time too"));
   }
-  double used_hours = sweep->GpuSeconds(clock_.Now()) / 3600;
-  if (std::optional<double> hours = change.gpu_hours ? change.gpu_hours : now_budget.gpu_hours;
-      hours && used_hours >= *hours) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("extend: %s used its %.4g GPU-hours; give --gpu-hours too", id, *hours));
+  Budget changed = now_budget;
+  if (change.gpu_hours) changed.gpu_hours = change.gpu_hours;
+  if (change.node_hours) changed.node_hours = change.node_hours;
+  if (std::optional<std::string> reached = BudgetReached(changed, usage)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "extend: ", id, " used its ", *reached, "; give --",
+        absl::StartsWith(*reached, "budget.gpu") ? "gpu-hours" : "node-hours", " too"));
   }
   int64_t limit = change.max_trials ? *change.max_trials : sweep->plan.limit;
   if (sweep->retries.empty() && sweep->rec.queue.empty() && limit > 0 && made >= limit) {
@@ -369,6 +366,25 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
   }
   Change(*sweep, change, absl::StrCat("extended by the user: ", absl::StrJoin(said, ", ")));
   return View(*sweep);
+}
+
+absl::StatusOr<std::optional<double>> Controller::ExtendHours(
+    const std::string& id, const char* unit, double set, double add, std::optional<double> budget,
+    double used_seconds, std::optional<double> changed, std::vector<std::string>& said) {
+  if (set <= 0 && add <= 0) return changed;
+  if (set > 0 && add > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("extend: give the new ", unit, " budget or how many more, not both"));
+  }
+  double hours = set > 0 ? set : budget.value_or(0) + add;
+  double used = used_seconds / 3600;
+  if (hours <= used) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("extend: %s already used %.4g %s; a budget of %.4g gives it nothing more",
+                        id, used, unit, hours));
+  }
+  said.push_back(absl::StrFormat("%s %.4g", unit, hours));
+  return hours;
 }
 
 absl::Status Controller::CheckChangeable(const SweepRuntime& sweep, const char* verb) const {
@@ -387,7 +403,7 @@ void Controller::Change(SweepRuntime& sweep, const BudgetChange& change,
                         const std::string& message) {
   sweep.rec.budget_change = change;
   ApplyBudgetChange(sweep.plan, change);
-  sweep.gpu_budget_spent = false;  // CheckGpuBudget decides again, against the new budget
+  sweep.budget_spent.reset();  // CheckBudgets decides again, against the new budget
   bool reopens = sweep.Final() || sweep.Ending();
   if (sweep.Final()) {
     sweep.rec.state = v1::SWEEP_STATE_RUNNING;
@@ -423,10 +439,11 @@ absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
                                                    "'s wall time has run out; `hpo extend ",
                                                    sweep->rec.id, " --wall-time D` first"));
   }
-  if (budget.gpu_hours && sweep->GpuSeconds(clock_.Now()) >= *budget.gpu_hours * 3600) {
-    return absl::InvalidArgumentError(absl::StrCat("enqueue: ", id,
-                                                   " used its GPU-hour budget; `hpo extend ",
-                                                   sweep->rec.id, " --gpu-hours X` first"));
+  if (std::optional<std::string> reached =
+          BudgetReached(budget, MeasureUsage(*sweep, clock_.Now()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "enqueue: ", id, " used its ", *reached, "; `hpo extend ", sweep->rec.id, " --",
+        absl::StartsWith(*reached, "budget.gpu") ? "gpu-hours" : "node-hours", " X` first"));
   }
   // They run whatever is left of the trial budget: the limit grows when they need it to.
   BudgetChange change = sweep->rec.budget_change;

@@ -129,6 +129,12 @@ class Controller {
       const SweepSpec& spec, int64_t from, const std::string& owner) const;
   // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).
   [[nodiscard]] absl::Status CheckChangeable(const SweepRuntime& sweep, const char* verb) const;
+  // `hpo extend --gpu-hours`/`--node-hours` (`unit`): the new budget from `set` or `add` (0:
+  // not given) over `budget`, above the `used_seconds`, noted in `said`; `changed` (the budget
+  // as extended before) when neither is given; INVALID_ARGUMENT otherwise.
+  static absl::StatusOr<std::optional<double>> ExtendHours(
+      const std::string& id, const char* unit, double set, double add, std::optional<double> budget,
+      double used_seconds, std::optional<double> changed, std::vector<std::string>& said);
   // A new budget (`hpo extend`, `hpo enqueue`): applied and stored, and a sweep that had ended
   // reopens.
   void Change(SweepRuntime& sweep, const BudgetChange& change, const std::string& message);

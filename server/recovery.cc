@@ -29,6 +29,14 @@ absl::StatusOr<SweepRuntime*> Recovery::LoadSweep(SweepRecord rec) {
   }
   sweep->rec = std::move(rec);
   ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.LoadTrials(sweep->rec.id));
+  ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations,
+                   store_.LoadAllocations(sweep->rec.id));
+  for (AllocationRecord& a : allocations) {
+    // One not seen to end may still be held: the backend takes it back, or says when it ended.
+    if (!a.ended_at) backend_.AdoptAllocation(a);
+    std::string id = a.id;
+    sweep->allocations.emplace(std::move(id), std::move(a));
+  }
   SweepRuntime& s = table_.AddSweep(std::move(sweep));
   for (TrialRecord& t : trials) {
     auto rt = std::make_unique<TrialRuntime>();

@@ -119,14 +119,29 @@ const std::vector<const char*> kMigrations = {
     )sql",
     // v7: one daemon, several backends, and sweeps changed after submit. backend: where the
     // sweep's trials run ('' before: the daemon's default); budget_json: what `hpo extend`
-    // changed of the file's budget ({max_trials, max_concurrent, wall_time_s, gpu_hours});
-    // queue_json: configurations enqueued and not yet made trials ([{name: value}]); a trial's
-    // origin: '' sampled, 'enqueued'.
+    // changed of the file's budget ({max_trials, max_concurrent, wall_time_s, gpu_hours}, and
+    // node_hours from v8 on); queue_json: configurations enqueued and not yet made trials
+    // ([{name: value}]); a trial's origin: '' sampled, 'enqueued'.
     R"sql(
     ALTER TABLE sweeps ADD COLUMN backend TEXT NOT NULL DEFAULT '';
     ALTER TABLE sweeps ADD COLUMN budget_json TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE sweeps ADD COLUMN queue_json TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE trials ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+    )sql",
+    // v8: the allocations hpod held for each sweep (Slurm steps mode), for what they cost. id:
+    // the backend's ("slurm:1234"); gpus and nodes over the whole allocation; ended_at NULL
+    // while held; ends_at: while held, when its time limit ends it (NULL: none known).
+    R"sql(
+    CREATE TABLE allocations (
+      id TEXT PRIMARY KEY,
+      sweep_id INTEGER NOT NULL,
+      gpus INTEGER NOT NULL,
+      nodes INTEGER NOT NULL,
+      started_at REAL NOT NULL,
+      ended_at REAL,
+      ends_at REAL
+    );
+    CREATE INDEX allocations_by_sweep ON allocations(sweep_id);
     )sql",
 };
 
@@ -497,6 +512,8 @@ absl::Status SqliteStore::Execute(const Write& w) {
       return WriteReport(std::get<ReportRecord>(w.record));
     case Write::Kind::kEvent:
       return WriteEvent(std::get<EventRecord>(w.record));
+    case Write::Kind::kAllocation:
+      return UpsertAllocation(std::get<AllocationRecord>(w.record));
   }
   return absl::InternalError("store: unknown write");
 }
@@ -522,8 +539,8 @@ absl::Status SqliteStore::WriteDeleteSweep(int64_t sweep_id) {
   for (const char* sql :
        {"DELETE FROM reports WHERE trial_id IN (SELECT id FROM trials WHERE sweep_id=?1)",
         "DELETE FROM report_log WHERE trial_id IN (SELECT id FROM trials WHERE sweep_id=?1)",
-        "DELETE FROM events WHERE sweep_id=?1", "DELETE FROM trials WHERE sweep_id=?1",
-        "DELETE FROM sweeps WHERE id=?1"}) {
+        "DELETE FROM events WHERE sweep_id=?1", "DELETE FROM allocations WHERE sweep_id=?1",
+        "DELETE FROM trials WHERE sweep_id=?1", "DELETE FROM sweeps WHERE id=?1"}) {
     sqlite3_stmt* st = Prepare(sql);
     if (st == nullptr) return Error("preparing a sweep's removal");
     sqlite3_bind_int64(st, 1, sweep_id);
@@ -554,6 +571,10 @@ absl::StatusOr<int64_t> SqliteStore::InsertEvent(const EventRecord& e) {
   return next_seq_++;
 }
 
+absl::Status SqliteStore::WriteAllocation(const AllocationRecord& a) {
+  return Take({Write::Kind::kAllocation, a});
+}
+
 namespace {
 
 std::string BudgetChangeJson(const BudgetChange& c) {
@@ -562,6 +583,7 @@ std::string BudgetChangeJson(const BudgetChange& c) {
   if (c.max_concurrent) j["max_concurrent"] = *c.max_concurrent;
   if (c.wall_time) j["wall_time_s"] = absl::ToDoubleSeconds(*c.wall_time);
   if (c.gpu_hours) j["gpu_hours"] = *c.gpu_hours;
+  if (c.node_hours) j["node_hours"] = *c.node_hours;
   return j.dump();
 }
 
@@ -573,6 +595,7 @@ BudgetChange BudgetChangeFromJson(const std::string& text) {
   if (j.contains("max_concurrent")) c.max_concurrent = j["max_concurrent"].get<int64_t>();
   if (j.contains("wall_time_s")) c.wall_time = absl::Seconds(j["wall_time_s"].get<double>());
   if (j.contains("gpu_hours")) c.gpu_hours = j["gpu_hours"].get<double>();
+  if (j.contains("node_hours")) c.node_hours = j["node_hours"].get<double>();
   return c;
 }
 
@@ -719,6 +742,26 @@ absl::Status SqliteStore::WriteEvent(const EventRecord& e) {
   sqlite3_bind_int64(st, 3, e.trial_id);
   sqlite3_bind_blob(st, 4, e.payload.data(), static_cast<int>(e.payload.size()), SQLITE_TRANSIENT);
   if (sqlite3_step(st) != SQLITE_DONE) return Error("appending an event");
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::UpsertAllocation(const AllocationRecord& a) {
+  sqlite3_stmt* st = Prepare(
+      "INSERT OR REPLACE INTO allocations(id, sweep_id, gpus, nodes, started_at, ended_at, "
+      "ends_at) VALUES(?,?,?,?,?,?,?)");
+  if (st == nullptr) return Error("preparing allocation write");
+  BindText(st, 1, a.id);
+  sqlite3_bind_int64(st, 2, a.sweep_id);
+  sqlite3_bind_int(st, 3, a.gpus);
+  sqlite3_bind_int(st, 4, a.nodes);
+  sqlite3_bind_double(st, 5, ToUnix(a.started_at));
+  BindOptTime(st, 6, a.ended_at);
+  BindOptTime(
+      st, 7,
+      a.ends_at == absl::InfiniteFuture() ? std::nullopt : std::optional<absl::Time>(a.ends_at));
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    return Error(absl::StrCat("storing allocation ", a.id, " of sweep ", a.sweep_id));
+  }
   return absl::OkStatus();
 }
 
@@ -885,6 +928,29 @@ absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial
     out.back().metrics[Text(st, 1)] = sqlite3_column_double(st, 2);
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the reports of trial ", trial_id));
+  return out;
+}
+
+absl::StatusOr<std::vector<AllocationRecord>> SqliteStore::LoadAllocations(int64_t sweep_id) {
+  sqlite3_stmt* st = Prepare(
+      "SELECT id, gpus, nodes, started_at, ended_at, ends_at FROM allocations WHERE sweep_id=? "
+      "ORDER BY started_at, id");
+  if (st == nullptr) return Error("preparing allocation load");
+  sqlite3_bind_int64(st, 1, sweep_id);
+  std::vector<AllocationRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    AllocationRecord a;
+    a.id = Text(st, 0);
+    a.sweep_id = sweep_id;
+    a.gpus = sqlite3_column_int(st, 1);
+    a.nodes = sqlite3_column_int(st, 2);
+    a.started_at = FromUnix(sqlite3_column_double(st, 3));
+    if (auto v = OptReal(st, 4)) a.ended_at = FromUnix(*v);
+    if (auto v = OptReal(st, 5)) a.ends_at = FromUnix(*v);
+    out.push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the allocations of sweep ", sweep_id));
   return out;
 }
 

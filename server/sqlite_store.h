@@ -72,9 +72,12 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::Status UpdateTrial(const TrialRecord& trial) override;
   [[nodiscard]] absl::Status InsertReport(const ReportRecord& report) override;
   [[nodiscard]] absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) override;
+  [[nodiscard]] absl::Status WriteAllocation(const AllocationRecord& allocation) override;
   [[nodiscard]] absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() override;
   [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) override;
+  [[nodiscard]] absl::StatusOr<std::vector<AllocationRecord>> LoadAllocations(
+      int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id,
                                                                     int64_t after_seq,
                                                                     int limit) override;
@@ -90,10 +93,11 @@ class SqliteStore final : public Store {
       kInsertTrial,
       kUpdateTrial,
       kReport,
-      kEvent
+      kEvent,
+      kAllocation
     };
     Kind kind;
-    std::variant<SweepRecord, TrialRecord, ReportRecord, EventRecord> record;
+    std::variant<SweepRecord, TrialRecord, ReportRecord, EventRecord, AllocationRecord> record;
   };
 
   SqliteStore(sqlite3* db, std::string path, const Options& options);
@@ -113,6 +117,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::Status WriteTrial(const TrialRecord& t, bool insert);
   [[nodiscard]] absl::Status WriteReport(const ReportRecord& r);
   [[nodiscard]] absl::Status WriteEvent(const EventRecord& e);
+  [[nodiscard]] absl::Status UpsertAllocation(const AllocationRecord& a);
   // Moves the staged reports of one slice of the trials (slices 1: all of them).
   [[nodiscard]] absl::Status FlushReportLog(int slice, int slices);
   // The slices that are due, within the current transaction.

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "algorithms/search_space.h"
+#include "backend/backend.h"
 #include "hpo/v1/hpo.pb.h"
 
 namespace hpo::server {
@@ -39,7 +40,10 @@ struct BudgetChange {
   std::optional<int64_t> max_concurrent;
   std::optional<absl::Duration> wall_time;  // counted from the sweep's creation, as the file's
   std::optional<double> gpu_hours;
-  bool empty() const { return !max_trials && !max_concurrent && !wall_time && !gpu_hours; }
+  std::optional<double> node_hours;
+  bool empty() const {
+    return !max_trials && !max_concurrent && !wall_time && !gpu_hours && !node_hours;
+  }
 };
 
 struct SweepRecord {
@@ -120,6 +124,9 @@ struct TrialRecord {
   std::string origin;
 };
 
+// An allocation hpod held for a sweep (Slurm steps mode), for what it cost.
+using AllocationRecord = backend::AllocationUsage;
+
 struct ReportRecord {
   int64_t trial_id = 0;
   int64_t step = 0;
@@ -148,16 +155,21 @@ class Store {
 
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertSweep(const SweepRecord& sweep) = 0;
   [[nodiscard]] virtual absl::Status UpdateSweep(const SweepRecord& sweep) = 0;
-  // The sweep and everything of it: its trials, their reports, its events.
+  // The sweep and everything of it: its trials, their reports, its events, its allocations.
   [[nodiscard]] virtual absl::Status DeleteSweep(int64_t sweep_id) = 0;
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertTrial(const TrialRecord& trial) = 0;
   [[nodiscard]] virtual absl::Status UpdateTrial(const TrialRecord& trial) = 0;
   [[nodiscard]] virtual absl::Status InsertReport(const ReportRecord& report) = 0;
   [[nodiscard]] virtual absl::StatusOr<int64_t> InsertEvent(const EventRecord& event) = 0;
+  // Inserts the allocation, or replaces the one with its id.
+  [[nodiscard]] virtual absl::Status WriteAllocation(const AllocationRecord& allocation) = 0;
 
   [[nodiscard]] virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) = 0;
+  // The allocations held for the sweep, oldest first.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<AllocationRecord>> LoadAllocations(
+      int64_t sweep_id) = 0;
   // Events of one sweep with seq > after_seq, oldest first, at most `limit`.
   [[nodiscard]] virtual absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id,
                                                                             int64_t after_seq,

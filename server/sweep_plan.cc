@@ -53,6 +53,7 @@ void ApplyBudgetChange(SweepPlan& plan, const BudgetChange& change) {
   if (change.max_concurrent) b.max_concurrent = *change.max_concurrent;
   if (change.wall_time) b.wall_time = *change.wall_time;
   if (change.gpu_hours) b.gpu_hours = *change.gpu_hours;
+  if (change.node_hours) b.node_hours = *change.node_hours;
   plan.limit = plan.spec.TrialLimit(*plan.sampler);
 }
 

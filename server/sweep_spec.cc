@@ -182,6 +182,8 @@ class Parser {
   void Enqueue(const YAML::Node& node, SweepSpec& spec);
   // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
   void CheckTimes(const YAML::Node& root, const SweepSpec& spec);
+  // budget.gpu_hours or budget.node_hours (`key`, in `unit`): a number above 0.
+  std::optional<double> Hours(const YAML::Node& node, const char* key, const char* unit);
   // A GPU-hour budget needs trials that use GPUs.
   void CheckGpuBudget(const YAML::Node& root, const SweepSpec& spec);
   void Top(const YAML::Node& root, SweepSpec& spec);
@@ -409,7 +411,7 @@ void Parser::Command(const YAML::Node& node, SweepSpec& spec) {
 void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "budget")) return;
   CheckKeys(node, "budget",
-            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours"});
+            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours", "node_hours"});
   constexpr int64_t kBig = 100'000'000;
   if (node["max_trials"])
     spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
@@ -419,15 +421,18 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (node["max_failed"])
     spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
   if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
-  if (const YAML::Node g = node["gpu_hours"]) {
-    if (std::optional<double> h = Number(g, "budget gpu_hours")) {
-      if (*h > 0 && *h <= 1e9) {
-        spec.budget.gpu_hours = *h;
-      } else {
-        Error(g, "budget gpu_hours must be a number of GPU-hours above 0");
-      }
-    }
+  spec.budget.gpu_hours = Hours(node["gpu_hours"], "gpu_hours", "GPU-hours");
+  spec.budget.node_hours = Hours(node["node_hours"], "node_hours", "node-hours");
+}
+
+std::optional<double> Parser::Hours(const YAML::Node& node, const char* key, const char* unit) {
+  if (!node) return std::nullopt;
+  std::optional<double> h = Number(node, absl::StrCat("budget ", key));
+  if (h && (*h <= 0 || *h > 1e9)) {
+    Error(node, absl::StrCat("budget ", key, " must be a number of ", unit, " above 0"));
+    return std::nullopt;
   }
+  return h;
 }
 
 void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {

@@ -23,22 +23,8 @@ double SweepRuntime::GpuSeconds(const TrialRecord& trial, absl::Time now) const 
   return total;
 }
 
-double SweepRuntime::GpuSeconds(absl::Time now) const {
-  double total = 0;
-  for (const auto& t : trials) total += GpuSeconds(t->rec, now);
-  return total;
-}
-
-int SweepRuntime::GpusHeld() const {
-  int held = 0;
-  for (const auto& t : trials) {
-    if (t->rec.state == v1::TRIAL_STATE_RUNNING) held += TrialGpus(t->rec);
-  }
-  return held;
-}
-
 bool SweepRuntime::MoreToCreate() const {
-  if (gpu_budget_spent) return false;
+  if (budget_spent) return false;
   return !retries.empty() || !rec.queue.empty() ||
          (!exhausted && (plan.limit == 0 || Counted() < plan.limit));
 }

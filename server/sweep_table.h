@@ -73,8 +73,11 @@ struct SweepRuntime {
   // resume must be able to run where it starts. Zero until one completed.
   absl::Duration longest_completed = absl::ZeroDuration();
   int64_t best = -1;  // number of the best finished trial
-  // budget.gpu_hours was reached: no trial starts any more, the running ones finish.
-  bool gpu_budget_spent = false;
+  // budget.gpu_hours or budget.node_hours was reached (its words, see usage.h): no trial starts
+  // any more, the running ones finish.
+  std::optional<std::string> budget_spent;
+  // The allocations held for it (Slurm steps mode), by id: what they cost (usage.h).
+  std::map<std::string, AllocationRecord> allocations;
 
   const SweepSpec& spec() const { return plan.spec; }
   bool Final() const;
@@ -90,10 +93,6 @@ struct SweepRuntime {
   int TrialGpus(const TrialRecord& trial) const;
   // A trial's GPU-seconds over its segments, the running one up to `now`.
   double GpuSeconds(const TrialRecord& trial, absl::Time now) const;
-  // The sweep's: every trial's, up to `now` (one pass over its trials).
-  double GpuSeconds(absl::Time now) const;
-  // The GPUs its running trials hold now.
-  int GpusHeld() const;
 };
 
 class SweepTable {

@@ -42,7 +42,9 @@ ThreadedTrialFiles::~ThreadedTrialFiles() {
 void ThreadedTrialFiles::Prepare(std::string dir) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back({std::move(dir), "", 0, nullptr});
+    Job job;
+    job.dir = std::move(dir);
+    jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
 }
@@ -62,7 +64,11 @@ absl::Status ThreadedTrialFiles::Health() const {
 void ThreadedTrialFiles::Tail(std::string path, int64_t max_bytes, TailDone done) {
   {
     std::lock_guard lock(mu_);
-    jobs_.push_back({"", std::move(path), max_bytes, std::move(done)});
+    Job job;
+    job.path = std::move(path);
+    job.max_bytes = max_bytes;
+    job.done = std::move(done);
+    jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
 }

@@ -9,6 +9,7 @@
 #include "common/token.h"
 #include "hpo/v1/states.h"
 #include "server/convert.h"
+#include "server/usage.h"
 #include "server/views.h"
 #include "spdlog/spdlog.h"
 
@@ -129,7 +130,7 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   }
   if (sweep.rec.state == v1::SWEEP_STATE_PAUSED) return;
   if (!Writable()) return;  // no new work while hpod cannot write its data
-  CheckGpuBudget(sweep);
+  CheckBudgets(sweep);
   if (External(sweep)) {  // its trials are made when asked for, and end when told
     CheckSilence(sweep);
     if (!sweep.MoreToCreate() && sweep.active == 0) {
@@ -178,9 +179,9 @@ void TrialLifecycle::Schedule(SweepRuntime& sweep) {
   if (!sweep.MoreToCreate() && sweep.active == 0) {
     int64_t done = static_cast<int64_t>(sweep.trials.size());
     FinishSweep(sweep, v1::SWEEP_STATE_COMPLETED,
-                sweep.gpu_budget_spent ? absl::StrCat("budget.gpu_hours (", *spec.budget.gpu_hours,
-                                                      ") was reached; ", done, " trial(s) ended")
-                                       : absl::StrCat("all ", done, " trial(s) ended"));
+                sweep.budget_spent
+                    ? absl::StrCat(*sweep.budget_spent, " was reached; ", done, " trial(s) ended")
+                    : absl::StrCat("all ", done, " trial(s) ended"));
   }
 }
 
@@ -218,7 +219,7 @@ absl::StatusOr<TrialRuntime*> TrialLifecycle::Ask(SweepRuntime& sweep) {
                      sweep.Ending() ? " (ending)" : "", ": it gives out no trial"));
   }
   if (!Writable()) return absl::UnavailableError("hpod cannot write its data now; ask again later");
-  CheckGpuBudget(sweep);
+  CheckBudgets(sweep);
   if (sweep.active >= sweep.spec().budget.max_concurrent) {
     return absl::ResourceExhaustedError(absl::StrCat("sweep ", sweep.rec.id, " has ", sweep.active,
                                                      " trial(s) out, its budget.max_concurrent; ",
@@ -255,22 +256,41 @@ absl::Status TrialLifecycle::Tell(SweepRuntime& sweep, TrialRuntime& trial, bool
   return absl::OkStatus();
 }
 
-void TrialLifecycle::CheckGpuBudget(SweepRuntime& sweep) {
-  const std::optional<double>& hours = sweep.spec().budget.gpu_hours;
-  if (!hours || sweep.gpu_budget_spent) return;
-  double used = sweep.GpuSeconds(clock_.Now());
-  if (used < *hours * 3600) return;
-  sweep.gpu_budget_spent = true;
+void TrialLifecycle::CheckBudgets(SweepRuntime& sweep) {
+  const Budget& budget = sweep.spec().budget;
+  if ((!budget.gpu_hours && !budget.node_hours) || sweep.budget_spent) return;
+  Usage usage = MeasureUsage(sweep, clock_.Now());
+  sweep.budget_spent = BudgetReached(budget, usage);
+  if (!sweep.budget_spent) return;
   sweep.retries.clear();
-  spdlog::info("sweep {}: {:.3f} GPU-hours used, its budget of {}: no trial starts any more",
-               sweep.rec.id, used / 3600, *hours);
+  spdlog::info(
+      "sweep {}: {} reached ({:.3f} GPU-hours, {:.3f} node-hours): no trial starts any more",
+      sweep.rec.id, *sweep.budget_spent, usage.GpuSeconds() / 3600, usage.NodeSeconds() / 3600);
   // Trials that never ran do not start; those between segments go on.
   for (auto& t : sweep.trials) {
     if (t->rec.state == v1::TRIAL_STATE_PENDING && !t->rec.started_at) {
       EndTrial(sweep, *t, v1::TRIAL_STATE_CANCELED,
-               "the sweep's GPU-hour budget was reached before it started");
+               absl::StrCat("the sweep's ", *sweep.budget_spent, " was reached before it started"));
     }
   }
+}
+
+void TrialLifecycle::NoteAllocation(const backend::AllocationUsage& allocation) {
+  SweepRuntime* sweep = table_.FindSweep(allocation.sweep_id);
+  if (sweep == nullptr) {
+    spdlog::warn("allocation {} of sweep {}, which hpod does not know", allocation.id,
+                 allocation.sweep_id);
+    return;
+  }
+  auto [it, added] = sweep->allocations.try_emplace(allocation.id, allocation);
+  if (!added) {
+    if (it->second.ended_at) return;  // an allocation that ended stays so
+    it->second = allocation;
+  }
+  if (absl::Status s = store_.WriteAllocation(allocation); !s.ok()) {
+    spdlog::error("sweep {}: {}", sweep->rec.id, s.ToString());
+  }
+  Emit(*sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);  // its GPU-hours changed pace
 }
 
 bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
@@ -498,6 +518,10 @@ bool TrialLifecycle::LaunchPending(SweepRuntime& sweep, TrialRuntime& trial) {
 }
 
 void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
+  if (e.kind == backend::BackendEvent::Kind::kAllocation) {
+    NoteAllocation(e.allocation);
+    return;
+  }
   auto [sweep, trial] = table_.FindTrial(e.trial_id);
   if (trial == nullptr || v1::IsFinal(trial->rec.state)) return;
   TrialRecord& rec = trial->rec;
@@ -536,6 +560,8 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
       EndTrial(*sweep, *trial, e.infra ? v1::TRIAL_STATE_LOST : v1::TRIAL_STATE_FAILED,
                absl::StrCat("could not launch: ", e.message));
       break;
+    case backend::BackendEvent::Kind::kAllocation:
+      break;  // above
     case backend::BackendEvent::Kind::kLost:
       if (trial->stop_requested()) {
         EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
@@ -730,6 +756,13 @@ void TrialLifecycle::FinishSweep(SweepRuntime& sweep, v1::SweepState state,
 
 void TrialLifecycle::EndAllLost() {
   for (auto& [id, sweep] : table_.sweeps()) {
+    // The backend releases what it holds as hpod exits: the allocations' cost ends now.
+    for (auto& [alloc_id, a] : sweep->allocations) {
+      if (a.ended_at) continue;
+      AllocationRecord ended = a;
+      ended.ended_at = clock_.Now();
+      NoteAllocation(ended);
+    }
     for (auto& t : sweep->trials) {
       if (v1::IsFinal(t->rec.state)) continue;
       backend_.Reclaim(t->rec.id, t->rec.backend_id);

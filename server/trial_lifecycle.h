@@ -125,8 +125,11 @@ class TrialLifecycle {
   static std::optional<absl::Time> SegmentStart(const TrialRecord& rec);
   static double SegmentGpuSeconds(const SweepRuntime& sweep, const TrialRecord& rec,
                                   absl::Time start, absl::Time end);
-  // budget.gpu_hours: once the sweep's trials used it, no trial starts (see SweepRuntime).
-  void CheckGpuBudget(SweepRuntime& sweep);
+  // budget.gpu_hours, budget.node_hours: once the sweep used one, no trial starts (see
+  // SweepRuntime::budget_spent and usage.h).
+  void CheckBudgets(SweepRuntime& sweep);
+  // An allocation held for a sweep started, changed or ended: recorded, with a sweep event.
+  void NoteAllocation(const backend::AllocationUsage& allocation);
   static bool External(const SweepRuntime& sweep);
   // An external sweep's running trials not heard from within its timeout end LOST.
   void CheckSilence(SweepRuntime& sweep);

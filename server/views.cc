@@ -4,6 +4,7 @@
 
 #include "hpo/v1/states.h"
 #include "server/convert.h"
+#include "server/usage.h"
 
 namespace hpo::server {
 
@@ -34,15 +35,18 @@ v1::Sweep SweepView(const SweepRuntime& sweep, bool with_spec, absl::Time now) {
   out.set_algorithm(spec.algorithm.name);
   out.set_backend(rec.backend);
   out.set_owner(rec.owner);
-  double used = sweep.GpuSeconds(now);
-  int held = sweep.Final() ? 0 : sweep.GpusHeld();
-  out.set_gpu_seconds(used);
-  out.set_gpus_held(held);
-  if (spec.budget.gpu_hours) {
-    out.set_gpu_hours_budget(*spec.budget.gpu_hours);
-    if (held > 0)
-      out.set_budget_seconds_left(std::max(0.0, *spec.budget.gpu_hours * 3600 - used) / held);
-  }
+  Usage usage = MeasureUsage(sweep, now);
+  out.set_gpu_seconds(usage.trial_gpu_seconds);
+  out.set_gpus_held(usage.trial_gpus);
+  out.set_allocation_gpu_seconds(usage.allocation_gpu_seconds);
+  out.set_allocation_gpus_held(usage.allocation_gpus);
+  out.set_utilization(usage.Utilization().value_or(0));
+  out.set_charged_gpu_seconds(usage.GpuSeconds());
+  out.set_node_seconds(usage.NodeSeconds());
+  out.set_nodes_held(usage.NodesHeld());
+  out.set_gpu_hours_budget(spec.budget.gpu_hours.value_or(0));
+  out.set_node_hours_budget(spec.budget.node_hours.value_or(0));
+  out.set_budget_seconds_left(BudgetSecondsLeft(spec.budget, usage).value_or(0));
   return out;
 }
 

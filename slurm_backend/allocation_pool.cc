@@ -198,6 +198,7 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
         a.gone = true;
         a.why_gone = absl::StrCat("allocation ", job_id, " vanished");
         a.interruption = backend::Interruption::kVanished;
+        CloseUsage(a, clock_.Now());
       }
       continue;
     }
@@ -206,7 +207,13 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
     if (st.state == JobState::kPending) continue;
     if (st.state == JobState::kRunning) {
       // An administrator may move the end (scontrol update TimeLimit=...).
-      if (st.end_time != absl::InfinitePast()) a.ends_at = st.end_time;
+      if (st.end_time != absl::InfinitePast() && st.end_time != a.ends_at) {
+        a.ends_at = st.end_time;
+        if (!a.usage.id.empty() && !a.usage.ended_at) {
+          a.usage.ends_at = a.ends_at;
+          usage_out_.push_back(a.usage);
+        }
+      }
       if (st.preempt_time != absl::InfinitePast() && a.preempted_at == absl::InfinitePast()) {
         a.preempted_at = st.preempt_time;
         spdlog::warn("sweep {}: allocation {} is being preempted", a.sweep_id, job_id);
@@ -226,10 +233,12 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
       for (auto& [trial_id, lease] : leases_) {  // re-adopted steps already hold some of it
         if (lease.job_id == job_id && !lease.pending_nodes.empty()) HoldAdopted(a, lease);
       }
+      OpenUsage(a, &st);
       spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
       continue;
     }
     a.gone = true;
+    CloseUsage(a, st.end_time != absl::InfinitePast() ? st.end_time : clock_.Now());
     const char* what = "ended";
     switch (st.state) {
       case JobState::kTimeout:
@@ -290,6 +299,76 @@ void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine,
       spdlog::warn("cannot cancel allocation {}: {}", s.job_id, c.ToString());
     }
   }
+  CloseExpected(mine);
+}
+
+void AllocationPool::CloseExpected(const std::vector<JobStatus>& mine) {
+  absl::Time now = clock_.Now();
+  for (auto it = expected_.begin(); it != expected_.end();) {
+    auto next = std::next(it);
+    if (allocs_.count(it->first) == 0) {  // taken back: its record goes on (OpenUsage)
+      backend::AllocationUsage u = it->second;
+      auto found = std::find_if(mine.begin(), mine.end(),
+                                [&](const JobStatus& s) { return s.job_id == it->first; });
+      bool alive = found != mine.end() &&
+                   (found->state == JobState::kPending || found->state == JobState::kRunning);
+      if (found != mine.end() && !alive && found->end_time != absl::InfinitePast()) {
+        u.ended_at = found->end_time;  // slurmctld remembers when it ended
+      } else if (alive) {
+        u.ended_at = now;  // a leftover, canceled above
+      } else {
+        u.ended_at = std::min(now, u.ends_at);  // gone from slurmctld's records
+      }
+      u.ended_at = std::max(*u.ended_at, u.started_at);
+      spdlog::info("sweep {}: allocation {} held by an earlier run of hpod ended; counted up to {}",
+                   u.sweep_id, u.id, absl::FormatTime(*u.ended_at));
+      usage_out_.push_back(std::move(u));
+      expected_.erase(it);
+    }
+    it = next;
+  }
+}
+
+void AllocationPool::OpenUsage(Allocation& a, const JobStatus* st) {
+  if (!a.usage.id.empty()) return;
+  absl::Time now = clock_.Now();
+  if (auto it = expected_.find(a.job_id); it != expected_.end()) {
+    a.usage = it->second;  // held before a restart: the same record goes on
+    expected_.erase(it);
+  } else {
+    // The site charges hpod's own allocations from their start; the user's own job only counts
+    // while hpod uses it.
+    a.usage.id = a.external ? absl::StrCat("slurm:", a.job_id, "@", absl::ToUnixSeconds(now))
+                            : absl::StrCat("slurm:", a.job_id);
+    a.usage.started_at = !a.external && st != nullptr && st->start_time != absl::InfinitePast()
+                             ? st->start_time
+                             : now;
+  }
+  a.usage.sweep_id = a.sweep_id;
+  a.usage.nodes = static_cast<int>(a.nodes.size());
+  a.usage.gpus = a.usage.nodes * a.placement.allocation.gpus_per_node;
+  a.usage.ends_at = a.ends_at;
+  a.usage.ended_at.reset();
+  usage_out_.push_back(a.usage);
+}
+
+void AllocationPool::CloseUsage(Allocation& a, absl::Time at) {
+  if (a.usage.id.empty()) {
+    // Taken back after a restart but ended before it ran again here: close the stored record.
+    auto it = expected_.find(a.job_id);
+    if (it == expected_.end()) return;  // it never ran: nothing was charged
+    a.usage = it->second;
+    expected_.erase(it);
+  }
+  if (a.usage.ended_at) return;
+  a.usage.ended_at = std::max(at, a.usage.started_at);
+  usage_out_.push_back(a.usage);
+}
+
+std::vector<backend::AllocationUsage> AllocationPool::TakeUsage() {
+  std::vector<backend::AllocationUsage> out;
+  out.swap(usage_out_);
+  return out;
 }
 
 bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Time now) {
@@ -436,6 +515,7 @@ void AllocationPool::Cancel(Allocation& a, const std::string& why) {
 void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
   Allocation& a = it->second;
   if (!a.gone && !a.external) Cancel(a, why);
+  CloseUsage(a, clock_.Now());
   allocs_.erase(it);
 }
 

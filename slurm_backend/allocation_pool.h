@@ -23,6 +23,14 @@
 // as the sweep's waiting trials do not fit in it; its replacement is not released as idle while
 // it still has steps.
 //
+// Cost: from the moment an allocation runs until it ends (hpod releases it, or slurmctld says it
+// ended and when), the pool reports it (TakeUsage) with its GPUs and nodes, so that the
+// controller counts the GPU- and node-hours the site charges. The user's own job counts from
+// the moment the pool takes it until it lets it go. After a restart the controller hands back
+// the allocations it had not seen end (Expect): those the pool takes back keep their record;
+// for the others it reports slurmctld's end time, or, when slurmctld no longer knows the job,
+// the sooner of now and the end its time limit set.
+//
 // Allocation job names are hpo-alloc-<instance>-<sweep>, where <instance> is the data
 // directory's stable id: a restarted daemon takes back those its steps still run in (Adopt)
 // and cancels the rest it left (SweepLeftovers), never another daemon's.
@@ -83,6 +91,11 @@ class AllocationPool {
   // others are canceled.
   void SweepLeftovers(const std::vector<JobStatus>& mine,
                       const std::map<int64_t, backend::Placement>& live);
+  // After a restart: allocation `job_id` was held (its record as the controller stored it) and
+  // not seen to end (see Cost above).
+  void Expect(uint32_t job_id, const backend::AllocationUsage& usage) { expected_[job_id] = usage; }
+  // What allocations started, changed or ended since the last call, oldest first.
+  std::vector<backend::AllocationUsage> TakeUsage();
   // Grows and shrinks the pools (see above). True when it requested or took an allocation,
   // so that the backend watches slurmctld closely for a while.
   bool Resize();
@@ -143,7 +156,8 @@ class AllocationPool {
     int polls_missing = 0;
     absl::Time ends_at = absl::InfiniteFuture();     // while running: slurmctld's end time
     absl::Time preempted_at = absl::InfinitePast();  // preemption began (GraceTime runs)
-    bool ending = false;  // its replacement was asked for (see above); it counts no more
+    bool ending = false;             // its replacement was asked for (see above); it counts no more
+    backend::AllocationUsage usage;  // what it costs; id empty until it runs
   };
 
   // The nodes of `a` where a step with `r` fits now (best fit) and has the time it needs, or
@@ -156,6 +170,11 @@ class AllocationPool {
   // Holds the room of an adopted step once its allocation runs.
   void HoldAdopted(Allocation& a, Lease& lease);
   void Cancel(Allocation& a, const std::string& why);
+  // Its cost starts to count (it runs: `st`, or the user's own job was taken), or ends at `at`.
+  void OpenUsage(Allocation& a, const JobStatus* st);
+  void CloseUsage(Allocation& a, absl::Time at);
+  // The expected allocations no run of this daemon took back: when each ended (see Cost).
+  void CloseExpected(const std::vector<JobStatus>& mine);
   void Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
   bool Grow(int64_t sweep_id, const backend::Placement& placement, absl::Time now);
   std::string Name(int64_t sweep_id) const;
@@ -168,8 +187,10 @@ class AllocationPool {
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed
   std::set<int64_t> ended_sweeps_;
-  std::map<int64_t, std::vector<absl::Duration>> waits_;  // by sweep: measured queue waits
-  std::map<int64_t, absl::Duration> grace_;               // by sweep: checkpoint grace
+  std::map<int64_t, std::vector<absl::Duration>> waits_;   // by sweep: measured queue waits
+  std::map<int64_t, absl::Duration> grace_;                // by sweep: checkpoint grace
+  std::map<uint32_t, backend::AllocationUsage> expected_;  // by job id (Expect)
+  std::vector<backend::AllocationUsage> usage_out_;        // for TakeUsage
 };
 
 // The holder job of an allocation for a sweep (exposed for tests and CheckFits).

@@ -480,6 +480,11 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
     }
   }
   if (pool_.Resize()) fast_until_ = now + options_.fast_query_window;
+  for (backend::AllocationUsage& u : pool_.TakeUsage()) {
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, now);
+    e.allocation = std::move(u);
+    out.push_back(std::move(e));
+  }
   return out;
 }
 

@@ -81,6 +81,7 @@ class SlurmBackend final : public backend::Backend {
   [[nodiscard]] absl::Status Adopt(const backend::LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
+  void AdoptAllocation(const backend::AllocationUsage& allocation) override;
   void SweepEnded(int64_t sweep_id) override { pool_.SweepEnded(sweep_id); }
   void SweepReopened(int64_t sweep_id) override { pool_.SweepReopened(sweep_id); }
   // Steps and jobs keep running, and so do the allocations (a restart takes back those in use

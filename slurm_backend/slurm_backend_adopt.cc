@@ -1,5 +1,6 @@
 // SlurmBackend after a restart of hpod: taking back the jobs and steps its trials still run
-// (Adopt), and ending what is left of those it cannot (Reclaim). See slurm_backend.h.
+// (Adopt) and the allocations it held (AdoptAllocation), and ending what is left of those it
+// cannot (Reclaim). See slurm_backend.h.
 #include <cstdio>
 
 #include "absl/strings/match.h"
@@ -139,6 +140,19 @@ void SlurmBackend::Reclaim(int64_t trial_id, const std::string& backend_id) {
   if (std::sscanf(backend_id.c_str(), "slurm:job=%u", &job) != 1) return;
   spdlog::warn("trial {}: canceling its leftover Slurm job {}", trial_id, job);
   CancelJob(trial_id, job);
+}
+
+void SlurmBackend::AdoptAllocation(const backend::AllocationUsage& allocation) {
+  // "slurm:1234", or "slurm:1234@T" for the user's own job taken at T.
+  uint32_t job_id = 0;
+  absl::string_view id = allocation.id;
+  if (!absl::ConsumePrefix(&id, "slurm:") ||
+      !absl::SimpleAtoi(id.substr(0, id.find('@')), &job_id)) {
+    spdlog::warn("sweep {}: allocation record {} names no Slurm job", allocation.sweep_id,
+                 allocation.id);
+    return;
+  }
+  pool_.Expect(job_id, allocation);
 }
 
 }  // namespace hpo::slurm

@@ -43,6 +43,7 @@ ChangeCommands::ChangeCommands(CLI::App& app, int& rc) : rc_(rc) {
                      "D: the sweep may run D more from now (90s, 15m, 2h, 1d)");
   extend->add_option("--concurrent", extend_.concurrent, "N: trials at once from now on");
   extend->add_option("--gpu-hours", extend_.gpu_hours, "X: the new GPU-hour budget; +X: X more");
+  extend->add_option("--node-hours", extend_.node_hours, "X: the new node-hour budget; +X: X more");
   extend->callback([this] { Extend(); });
 
   CLI::App* enqueue = app.add_subcommand(
@@ -155,6 +156,14 @@ void ChangeCommands::Extend() {
     }
     req.set_gpu_hours(set);
     req.set_add_gpu_hours(add);
+  }
+  if (!extend_.node_hours.empty()) {
+    double set = 0, add = 0;
+    if (!SetOrAdd(extend_.node_hours, set, add)) {
+      return usage("--node-hours " + extend_.node_hours + ": give node-hours X or +X, above 0");
+    }
+    req.set_node_hours(set);
+    req.set_add_node_hours(add);
   }
   auto c = Connect();
   absl::StatusOr<v1::Sweep> sweep = c->Extend(req);

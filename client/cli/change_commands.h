@@ -19,7 +19,8 @@ class ChangeCommands {
     std::string trials;     // "N" or "+N"
     std::string wall_time;  // a duration: this much more, from now
     int64_t concurrent = 0;
-    std::string gpu_hours;  // "X" or "+X"
+    std::string gpu_hours;   // "X" or "+X"
+    std::string node_hours;  // "X" or "+X"
   };
   struct EnqueueOptions {
     int64_t sweep = 0;

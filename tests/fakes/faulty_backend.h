@@ -36,8 +36,12 @@ class FaultyBackend final : public backend::Backend {
   void Reclaim(int64_t trial_id, const std::string& backend_id) override {
     inner_.Reclaim(trial_id, backend_id);
   }
+  void AdoptAllocation(const backend::AllocationUsage& allocation) override {
+    inner_.AdoptAllocation(allocation);
+  }
   void Detach() override { inner_.Detach(); }
   void SweepEnded(int64_t sweep_id) override { inner_.SweepEnded(sweep_id); }
+  void SweepReopened(int64_t sweep_id) override { inner_.SweepReopened(sweep_id); }
   void SetWakeup(std::function<void()> wake) override { inner_.SetWakeup(std::move(wake)); }
 
  private:

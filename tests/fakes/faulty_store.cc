@@ -67,6 +67,11 @@ absl::StatusOr<int64_t> FaultyStore::InsertEvent(const server::EventRecord& even
   return inner_.InsertEvent(event);
 }
 
+absl::Status FaultyStore::WriteAllocation(const server::AllocationRecord& allocation) {
+  if (absl::Status s = faults_.Next(Call::kWriteAllocation, "WriteAllocation"); !s.ok()) return s;
+  return inner_.WriteAllocation(allocation);
+}
+
 absl::StatusOr<std::vector<server::SweepRecord>> FaultyStore::LoadSweeps() {
   if (absl::Status s = faults_.Next(Call::kLoadSweeps, "LoadSweeps"); !s.ok()) return s;
   return inner_.LoadSweeps();
@@ -80,6 +85,12 @@ absl::StatusOr<std::vector<server::TrialRecord>> FaultyStore::LoadTrials(int64_t
 absl::StatusOr<std::vector<server::ReportRecord>> FaultyStore::LoadReports(int64_t trial_id) {
   if (absl::Status s = faults_.Next(Call::kLoadReports, "LoadReports"); !s.ok()) return s;
   return inner_.LoadReports(trial_id);
+}
+
+absl::StatusOr<std::vector<server::AllocationRecord>> FaultyStore::LoadAllocations(
+    int64_t sweep_id) {
+  if (absl::Status s = faults_.Next(Call::kLoadAllocations, "LoadAllocations"); !s.ok()) return s;
+  return inner_.LoadAllocations(sweep_id);
 }
 
 absl::StatusOr<std::vector<server::EventRecord>> FaultyStore::LoadEvents(int64_t sweep_id,

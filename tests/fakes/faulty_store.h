@@ -24,10 +24,12 @@ class FaultyStore final : public server::Store {
     kUpdateTrial,
     kInsertReport,
     kInsertEvent,
+    kWriteAllocation,
     kLoadSweeps,
     kLoadTrials,
     kLoadReports,
     kLoadEvents,
+    kLoadAllocations,
   };
   explicit FaultyStore(server::Store& inner) : inner_(inner) {}
 
@@ -46,11 +48,14 @@ class FaultyStore final : public server::Store {
   [[nodiscard]] absl::Status UpdateTrial(const server::TrialRecord& trial) override;
   [[nodiscard]] absl::Status InsertReport(const server::ReportRecord& report) override;
   [[nodiscard]] absl::StatusOr<int64_t> InsertEvent(const server::EventRecord& event) override;
+  [[nodiscard]] absl::Status WriteAllocation(const server::AllocationRecord& allocation) override;
   [[nodiscard]] absl::StatusOr<std::vector<server::SweepRecord>> LoadSweeps() override;
   [[nodiscard]] absl::StatusOr<std::vector<server::TrialRecord>> LoadTrials(
       int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<server::ReportRecord>> LoadReports(
       int64_t trial_id) override;
+  [[nodiscard]] absl::StatusOr<std::vector<server::AllocationRecord>> LoadAllocations(
+      int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<server::EventRecord>> LoadEvents(int64_t sweep_id,
                                                                             int64_t after_seq,
                                                                             int limit) override;

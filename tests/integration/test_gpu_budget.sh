@@ -2,7 +2,8 @@
 # budget.gpu_hours on the local backend: 1-GPU trials of about a second, 2 at a time, and a budget
 # of 0.002 GPU-hours (7.2 GPU-seconds). Once the trials used it no trial starts, the running ones
 # complete, and the sweep ends COMPLETED saying why; hpo show, hpo ls and the export show the
-# GPU-hours, and hpod's count agrees with the trials' own clocks.
+# GPU-hours, and hpod's count agrees with the trials' own clocks. Node-hours (each 1-node trial's
+# running time) are shown too, and a node-hour budget below what was used is refused.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 4 --gpus 2 >/dev/null
 cat >"$WORK/budget.yaml" <<'YAML'
@@ -39,6 +40,19 @@ for t in ran:
     d = t["trial_dir"]
     own += float(open(d + "/end").read()) - float(open(d + "/start").read())
 assert own <= used <= own + 0.5 * len(ran), ("hpod's GPU-seconds", used, "the trials'", own)
+# 1-GPU, 1-node trials: as many node-seconds as GPU-seconds; no allocation outside Slurm.
+assert abs(sweep["node_hours"] - sweep["gpu_hours"]) < 1e-9, sweep
+assert sweep["allocation_gpu_hours"] == 0 and sweep["utilization"] is None, sweep
+assert sweep["node_hours_budget"] is None and sweep["budget_seconds_left"] is None, sweep
 print(f"{len(ran)} trials ran, {used:.2f} GPU-s counted by hpod, {own:.2f} s by the trials")
 PYEOF
+grep -q "^node-hours [0-9.e-]*$" "$WORK/show" || fail "hpo show lacks the node-hours: $(cat "$WORK/show")"
+before=$(hpo show "$id")
+hpo extend "$id" --node-hours 0.0001 >"$WORK/out" 2>&1 && fail "a node-hour budget below the used one was taken"
+grep -q "already used .* node-hours; a budget of 0.0001 gives it nothing more" "$WORK/out" \
+  || fail "unclear refusal: $(cat "$WORK/out")"
+rc=0; hpo extend "$id" --node-hours x >"$WORK/out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "--node-hours x is not a usage error (exit $rc)"
+grep -q "give node-hours X or +X" "$WORK/out" || fail "unclear usage error: $(cat "$WORK/out")"
+[ "$(hpo show "$id")" = "$before" ] || fail "a refused extend changed the sweep"
 pass "a GPU-hour budget stops new trials, lets the running ones finish, and is shown"

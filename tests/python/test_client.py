@@ -85,6 +85,12 @@ class ClientTest(unittest.TestCase):
         self.assertTrue((df["segment"] == 1).all())  # nothing interrupted them
         self.assertTrue((df["interruptions"] == "").all())
         self.assertTrue((df["objective"] == df["loss"]).all())
+        # What it used: local trials of no GPU, each on one node while it ran.
+        self.assertEqual((st["gpu_hours"], st["trial_gpu_hours"], st["allocation_gpu_hours"]),
+                         (0, 0, 0))
+        self.assertIsNone(st["utilization"])
+        self.assertAlmostEqual(st["node_hours"] * 3600, df["runtime_s"].sum(), delta=0.5)
+        self.assertIsNone(st["node_hours_budget"])
         best = s.best()
         self.assertEqual(best["trial_id"], int(df.loc[df["objective"].idxmin(), "trial_id"]))
         self.assertEqual(set(best["params"]), {"x", "k"})
@@ -108,8 +114,9 @@ class ClientTest(unittest.TestCase):
         # The sweep's 2 trials had started already: the point is a third.
         st = s.wait(timeout=120)
         self.assertEqual((st["state"], st["max_trials"]), ("COMPLETED", 3))
-        st = s.extend(add_trials=2)
-        self.assertEqual((st["state"], st["max_trials"]), ("RUNNING", 5))
+        st = s.extend(add_trials=2, node_hours=5)
+        self.assertEqual((st["state"], st["max_trials"], st["node_hours_budget"]),
+                         ("RUNNING", 5, 5))
         self.assertEqual(s.wait(timeout=120)["counts"], {"COMPLETED": 5})
         df = s.trials()
         self.assertEqual(sorted(df["origin"]), ["enqueued"] + ["sampled"] * 4)

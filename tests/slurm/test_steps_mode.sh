@@ -3,6 +3,8 @@
 # allocations hpod requests and releases itself, on a real 2-node cluster with 4 fake GPUs per node.
 #  - 12 trials mixing 1- and 2-GPU requests in one 4-GPU allocation: no GPU is used by two trials at
 #    once, and no trial waited while enough GPUs sat idle for it; the allocation is gone afterwards;
+#    its GPU-hours (what is charged) cover the trials' and the utilization hpod gives is theirs
+#    over its;
 #  - hpod learns which GPUs Slurm gave each step (the ones its tasks see);
 #  - a 2-node trial is one step over both nodes;
 #  - early stopping: the reply tells a trial to stop; one that ignores it gets the sweep's
@@ -74,6 +76,26 @@ first, last = min(r[4] for r in rows), max(r[5] for r in rows)
 busy = sum(len(r[3]) * (r[5] - r[4]) for r in rows)
 print(f"packing: {len(held)} GPU intervals, none shared; longest avoidable wait {worst:.2f} s; "
       f"GPU utilisation {busy / (4 * (last - first)):.0%} over {last - first:.1f} s")
+PYEOF
+# What the allocation cost: from its start to its release, 4 GPUs; the trials' share of it.
+hpo show "$id" >"$WORK/show"
+grep -q "GPU-hours .* in allocations (.* in trials: utilization .*%)" "$WORK/show" \
+  || fail "hpo show lacks the allocation's GPU-hours: $(cat "$WORK/show")"
+hpo export "$id" --format json -o "$WORK/mixed.json"
+$PY - "$WORK/mixed.txt" "$WORK/mixed.json" <<'PYEOF'
+import json, sys
+rows = [line.split() for line in open(sys.argv[1])]
+first, last = min(float(r[4]) for r in rows), max(float(r[5]) for r in rows)
+own = sum(int(r[1]) * (float(r[5]) - float(r[4])) for r in rows)
+s = json.load(open(sys.argv[2]))["sweep"]
+alloc, trials = s["allocation_gpu_hours"] * 3600, s["trial_gpu_hours"] * 3600
+assert s["gpu_hours"] == s["allocation_gpu_hours"], ("steps mode charges the allocation", s)
+# Slurm's start time has a resolution of a second; the release follows the last trial.
+assert 4 * (last - first) - 1 <= alloc <= 4 * (last - first + 20), (alloc, first, last)
+assert own <= trials <= own + 12 * 2 * 1.0, ("hpod's trial GPU-seconds", trials, "their own", own)
+assert abs(s["utilization"] - trials / alloc) < 1e-9 and 0 < s["utilization"] <= 1, s
+print(f"allocation {alloc:.1f} GPU-s, trials {trials:.1f} GPU-s (their own clocks {own:.1f}), "
+      f"utilization {s['utilization']:.0%}")
 PYEOF
 
 # --- a 2-node trial: one step over both nodes, a GPU per task, rank 0 reports ---

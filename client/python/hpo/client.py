@@ -156,18 +156,28 @@ class Sweep:
         return self.client._call("GetSweep", hpo_pb2.GetSweepRequest(sweep_id=self.id)).sweep
 
     def status(self):
-        """A dict: state, message, counts per trial state, best trial and objective, GPU-hours
-        used, GPUs held, the GPU-hour budget and how long it lasts at the current rate (seconds;
-        None when there is no budget or no GPU is held)."""
+        """A dict: state, message, counts per trial state, best trial and objective, and what it
+        used: gpu_hours and node_hours as charged against its budgets (in Slurm steps mode the
+        allocations hpod held, else the trials), trial_gpu_hours, allocation_gpu_hours and
+        utilization (their ratio; None outside allocations), the GPUs and nodes held now, the
+        budgets, and how long they last at the current rate (seconds; None when there is no
+        budget or nothing is held)."""
         s = self._get()
+        in_allocations = s.allocation_gpu_seconds > 0 or s.allocation_gpus_held > 0
         return {"id": s.id, "name": s.name, "state": _state("sweep", s.state), "message": s.message,
                 "counts": dict(s.trial_counts), "objective": s.objective_metric,
                 "backend": s.backend, "max_trials": s.max_trials,
                 "direction": "maximize" if s.direction == hpo_pb2.DIRECTION_MAXIMIZE else "minimize",
                 "best_trial": s.best_trial_id or None,
                 "best": s.best_objective if s.best_trial_id else None,
-                "gpu_hours": s.gpu_seconds / 3600, "gpus_held": s.gpus_held,
+                "gpu_hours": s.charged_gpu_seconds / 3600,
+                "trial_gpu_hours": s.gpu_seconds / 3600,
+                "allocation_gpu_hours": s.allocation_gpu_seconds / 3600,
+                "utilization": s.utilization if in_allocations else None,
+                "gpus_held": s.allocation_gpus_held if in_allocations else s.gpus_held,
                 "gpu_hours_budget": s.gpu_hours_budget or None,
+                "node_hours": s.node_seconds / 3600, "nodes_held": s.nodes_held,
+                "node_hours_budget": s.node_hours_budget or None,
                 "budget_seconds_left": s.budget_seconds_left or None}
 
     def _trials(self):
@@ -244,12 +254,13 @@ class Sweep:
         return self.wait(timeout) if wait else self.status()
 
     def extend(self, trials=None, add_trials=None, concurrent=None, wall_time_s=None,
-               gpu_hours=None, add_gpu_hours=None):
+               gpu_hours=None, add_gpu_hours=None, node_hours=None, add_node_hours=None):
         """More budget (as `hpo extend`): a sweep that ran out reopens. Returns status()."""
         self.client._call("ExtendSweep", hpo_pb2.ExtendSweepRequest(
             sweep_id=self.id, max_trials=trials or 0, add_trials=add_trials or 0,
             max_concurrent=concurrent or 0, wall_time_seconds=wall_time_s or 0,
-            gpu_hours=gpu_hours or 0, add_gpu_hours=add_gpu_hours or 0))
+            gpu_hours=gpu_hours or 0, add_gpu_hours=add_gpu_hours or 0,
+            node_hours=node_hours or 0, add_node_hours=add_node_hours or 0))
         return self.status()
 
     def enqueue(self, *configs, **params):

@@ -557,31 +557,6 @@ TEST_F(ControllerTest, TimeLimitIsGivenToTheBackendAndFinishedTrialsSetTheNeed) 
   EXPECT_EQ(daemon_->simulated().launched().back().resources.needs, absl::Minutes(1));
 }
 
-// budget.gpu_hours: 0.01 h = 36 GPU-seconds; trials of 2 GPUs and 10 s, 2 at a time.
-TEST_F(ControllerTest, AGpuHourBudgetStopsNewTrialsAndLetsTheRunningOnesFinish) {
-  int64_t id = Submit(Spec(10, 2, "resources: {gpus: 2}\n", "{metric: loss, direction: minimize}",
-                           ", gpu_hours: 0.01"));
-  controller().RunOnce();
-  daemon_->clock().Advance(absl::Seconds(5));
-  controller().RunOnce();
-  v1::Sweep mid = *controller().GetSweep(id);
-  EXPECT_DOUBLE_EQ(mid.gpu_seconds(), 20.0);  // 2 trials x 2 GPUs x 5 s
-  EXPECT_EQ(mid.gpus_held(), 4);
-  EXPECT_DOUBLE_EQ(mid.gpu_hours_budget(), 0.01);
-  EXPECT_DOUBLE_EQ(mid.budget_seconds_left(), 4.0);  // (36 - 20) / 4 GPUs
-  RunUntilEnded();
-  v1::Sweep end = *controller().GetSweep(id);
-  EXPECT_EQ(end.state(), v1::SWEEP_STATE_COMPLETED);
-  EXPECT_THAT(end.message(), ::testing::HasSubstr("budget.gpu_hours (0.01) was reached"));
-  EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 2}}));  // they finished
-  EXPECT_DOUBLE_EQ(end.gpu_seconds(), 40.0);
-  EXPECT_EQ(end.gpus_held(), 0);
-  EXPECT_DOUBLE_EQ(end.budget_seconds_left(), 0.0);
-  // A restart keeps the arithmetic.
-  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
-  EXPECT_DOUBLE_EQ(controller().GetSweep(id)->gpu_seconds(), 40.0);
-}
-
 // Params of each trial, in number order, as text.
 std::vector<std::string> ParamsOf(const std::vector<v1::Trial>& trials) {
   std::vector<std::string> out;

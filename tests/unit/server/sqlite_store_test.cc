@@ -121,6 +121,45 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   EXPECT_EQ((*events)[0].payload, "payload-2");
 }
 
+// An allocation's record is replaced as it changes (its end), kept per sweep, and goes with it.
+TEST(SqliteStore, AllocationsAreReplacedByIdAndGoWithTheirSweep) {
+  TempDir dir;
+  auto store = SqliteStore::Open(dir.Db());
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t one = *(*store)->InsertSweep(Sweep());
+  int64_t two = *(*store)->InsertSweep(Sweep());
+  AllocationRecord a;
+  a.id = "slurm:100";
+  a.sweep_id = one;
+  a.gpus = 8;
+  a.nodes = 2;
+  a.started_at = absl::FromUnixSeconds(2000);
+  a.ends_at = absl::FromUnixSeconds(5600);
+  ASSERT_TRUE((*store)->WriteAllocation(a).ok());
+  AllocationRecord b = a;
+  b.id = "slurm:7@1999";
+  b.sweep_id = two;
+  b.ends_at = absl::InfiniteFuture();
+  ASSERT_TRUE((*store)->WriteAllocation(b).ok());
+  a.ended_at = absl::FromUnixSeconds(2500);
+  ASSERT_TRUE((*store)->WriteAllocation(a).ok());
+  auto loaded = (*store)->LoadAllocations(one);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].gpus, 8);
+  EXPECT_EQ((*loaded)[0].nodes, 2);
+  EXPECT_EQ((*loaded)[0].started_at, absl::FromUnixSeconds(2000));
+  EXPECT_EQ((*loaded)[0].ended_at, absl::FromUnixSeconds(2500));
+  EXPECT_EQ((*loaded)[0].ends_at, absl::FromUnixSeconds(5600));
+  loaded = (*store)->LoadAllocations(two);
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_FALSE((*loaded)[0].ended_at);
+  EXPECT_EQ((*loaded)[0].ends_at, absl::InfiniteFuture());
+  ASSERT_TRUE((*store)->DeleteSweep(one).ok());
+  EXPECT_TRUE((*store)->LoadAllocations(one)->empty());
+  EXPECT_EQ((*store)->LoadAllocations(two)->size(), 1u);
+}
+
 TEST(SqliteStore, RollbackLeavesNothing) {
   TempDir dir;
   auto store = SqliteStore::Open(dir.Db());
@@ -271,7 +310,10 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
     EXPECT_TRUE((*trials)[1].segments.empty());
     EXPECT_EQ((*trials)[1].gpu_seconds, version >= 6 ? 96.0 : 0.0);
     EXPECT_EQ((*sweeps)[0].backend, "") << "the daemon's default";
-    EXPECT_TRUE((*sweeps)[0].budget_change.empty());
+    EXPECT_EQ((*sweeps)[0].budget_change.max_trials,
+              version >= 7 ? std::optional<int64_t>(4) : std::nullopt);
+    EXPECT_EQ((*trials)[0].origin, version >= 7 ? "enqueued" : "");
+    EXPECT_TRUE((*store)->LoadAllocations(1)->empty());
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
       auto reports = (*store)->LoadReports(trial);
       ASSERT_TRUE(reports.ok());

@@ -270,6 +270,17 @@ TEST(SweepSpec, GpuHourBudget) {
       "budget: {max_trials: 3, gpu_hours: 2}\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours: the sweep's trials use no GPUs"));
+  r = ParseSweepSpec(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, node_hours: 48}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->budget.node_hours, 48);
+  e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, node_hours: -1}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:37: budget node_hours must be a number of node-hours above 0"));
 }
 
 TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {

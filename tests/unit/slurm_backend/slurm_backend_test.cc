@@ -90,6 +90,14 @@ class SlurmStepsTest : public ::testing::Test {
     }
     return ends;
   }
+  // What one poll reports of the allocations' cost.
+  std::vector<backend::AllocationUsage> PollUsage() {
+    std::vector<backend::AllocationUsage> out;
+    for (auto& e : backend_->Poll()) {
+      if (e.kind == BackendEvent::Kind::kAllocation) out.push_back(e.allocation);
+    }
+    return out;
+  }
   // A running allocation for sweep 1 on `nodes`; returns its job id.
   uint32_t Allocate(const std::string& nodes) {
     EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
@@ -261,6 +269,95 @@ TEST_F(SlurmStepsTest, ReleasesIdleAllocationsAndAllWhenTheSweepEnds) {
   uint32_t second = Allocate("n1");
   backend_->SweepEnded(1);
   EXPECT_THAT(slurm_->canceled, Contains(second)) << "the sweep's end releases at once";
+}
+
+// What an allocation costs is reported from the start slurmctld gives it to the moment hpod
+// releases it, or to the end slurmctld gives it; one that never ran costs nothing.
+TEST_F(SlurmStepsTest, ReportsWhatEachAllocationCostsFromItsStartToItsEnd) {
+  absl::Time t0 = clock_.Now();
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_TRUE(PollUsage().empty()) << "requested, not running";
+  clock_.Advance(absl::Seconds(5));
+  slurm_->Run(100, "n1,n2", t0 + absl::Seconds(3), t0 + absl::Hours(1));
+  std::vector<backend::AllocationUsage> u = PollUsage();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].id, "slurm:100");
+  EXPECT_EQ(u[0].sweep_id, 1);
+  EXPECT_EQ(u[0].gpus, 8) << "two nodes of 4 GPUs";
+  EXPECT_EQ(u[0].nodes, 2);
+  EXPECT_EQ(u[0].started_at, t0 + absl::Seconds(3)) << "slurmctld's start";
+  EXPECT_EQ(u[0].ends_at, t0 + absl::Hours(1));
+  EXPECT_FALSE(u[0].ended_at);
+  // An administrator moves its end: reported again.
+  slurm_->jobs[100].status.end_time = t0 + absl::Hours(2);
+  u = PollUsage();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].ends_at, t0 + absl::Hours(2));
+  // Idle past its timeout: released now, and its cost ends now.
+  clock_.Advance(absl::Seconds(31));
+  u = PollUsage();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_THAT(canceled_, Contains(100u));
+  EXPECT_EQ(u[0].ended_at, t0 + absl::Seconds(36));
+  EXPECT_TRUE(PollUsage().empty()) << "once";
+
+  // One that slurmctld ends (its time limit) ends when slurmctld says.
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  uint32_t second = slurm_->next_id - 1;
+  slurm_->Run(second, "n1", clock_.Now(), clock_.Now() + absl::Minutes(1));
+  ASSERT_EQ(PollUsage().size(), 1u);
+  clock_.Advance(absl::Minutes(2));
+  slurm_->jobs[second].status.state = JobState::kTimeout;
+  slurm_->jobs[second].status.end_time = clock_.Now() - absl::Seconds(50);
+  u = PollUsage();
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_EQ(u[0].gpus, 4);
+  EXPECT_EQ(u[0].ended_at, clock_.Now() - absl::Seconds(50));
+
+  // One canceled while pending never ran: nothing to count.
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  backend_->Poll();
+  backend_->SweepEnded(1);
+  EXPECT_TRUE(PollUsage().empty());
+}
+
+// After a restart the allocations the store says were held come back: one still running keeps
+// its record; one slurmctld still knows ended when it says; one it forgot ended when its time
+// limit said it would (or now, when there was none).
+TEST_F(SlurmStepsTest, ARestartEndsTheRecordsOfAllocationsThatEndedMeanwhile) {
+  absl::Time now = clock_.Now();
+  slurm_->jobs[60] = {JobRequest{}, {60, JobState::kRunning, 0, "n1", "hpo-alloc-test-1"}};
+  slurm_->jobs[60].status.start_time = now - absl::Hours(2);
+  slurm_->jobs[61] = {JobRequest{}, {61, JobState::kTimeout, 0, "n1", "hpo-alloc-test-1"}};
+  slurm_->jobs[61].status.end_time = now - absl::Minutes(3);
+  auto record = [&](const std::string& id, absl::Time ends_at) {
+    backend::AllocationUsage a;
+    a.id = id;
+    a.sweep_id = 1;
+    a.gpus = 4;
+    a.nodes = 1;
+    a.started_at = now - absl::Hours(2);
+    a.ends_at = ends_at;
+    return a;
+  };
+  backend_->AdoptAllocation(record("slurm:60", now + absl::Hours(1)));
+  backend_->AdoptAllocation(record("slurm:61", now - absl::Minutes(2)));
+  backend_->AdoptAllocation(record("slurm:62", now - absl::Minutes(10)));
+  backend_->AdoptAllocation(record("slurm:63", absl::InfiniteFuture()));
+  EXPECT_TRUE(absl::IsNotFound(backend_->Adopt(Spec(1, {"true"}, 1), "", "")));  // sweep 1 runs
+  std::map<std::string, backend::AllocationUsage> by_id;
+  for (int i = 0; i < 2; ++i) {
+    for (auto& u : PollUsage()) by_id[u.id] = u;
+  }
+  ASSERT_EQ(by_id.size(), 4u);
+  EXPECT_FALSE(by_id["slurm:60"].ended_at) << "taken back, still held";
+  EXPECT_EQ(by_id["slurm:60"].started_at, now - absl::Hours(2));
+  EXPECT_EQ(by_id["slurm:61"].ended_at, now - absl::Minutes(3)) << "slurmctld's end";
+  EXPECT_EQ(by_id["slurm:62"].ended_at, now - absl::Minutes(10)) << "its time limit";
+  EXPECT_EQ(by_id["slurm:63"].ended_at, now);
+  EXPECT_TRUE(canceled_.empty());
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_)) << "60 is the sweep's again";
 }
 
 TEST_F(SlurmStepsTest, NeverCancelsTheUsersOwnAllocation) {

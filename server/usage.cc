@@ -1,0 +1,101 @@
+#include "server/usage.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "hpo/v1/states.h"
+
+namespace hpo::server {
+namespace {
+
+double Seconds(absl::Time from, absl::Time to) {
+  return std::max(0.0, absl::ToDoubleSeconds(to - from));
+}
+
+// One budget: its hours and the seconds charged against it.
+struct HourBudget {
+  const char* name;
+  std::optional<double> hours;
+  double used_seconds;
+  int held;
+};
+
+}  // namespace
+
+std::optional<double> Usage::Utilization() const {
+  if (!in_allocations || allocation_gpu_seconds <= 0) return std::nullopt;
+  return trial_gpu_seconds / allocation_gpu_seconds;
+}
+
+double RunSeconds(const TrialRecord& trial, absl::Time now) {
+  double total = 0;
+  for (const SegmentRecord& s : trial.segments) total += Seconds(s.started_at, s.ended_at);
+  // The current (or last) segment, as the GPU-seconds count it.
+  std::optional<absl::Time> start = trial.segment_started_at;
+  if (!start && trial.segment == 1) start = trial.started_at;  // stored before segments
+  if (!start) return total;
+  if (trial.state == v1::TRIAL_STATE_RUNNING) {
+    total += Seconds(*start, now);
+  } else if (v1::IsFinal(trial.state) && trial.ended_at) {
+    total += Seconds(*start, *trial.ended_at);
+  }
+  return total;
+}
+
+Usage MeasureUsage(const SweepRuntime& sweep, absl::Time now) {
+  Usage u;
+  const bool final = sweep.Final();
+  for (const auto& t : sweep.trials) {
+    const TrialRecord& rec = t->rec;
+    if (!rec.started_at) continue;  // never ran (warm-start trials among them)
+    backend::Resources r = sweep.spec().TrialResources(rec.params);
+    u.trial_gpu_seconds += sweep.GpuSeconds(rec, now);
+    u.trial_node_seconds += RunSeconds(rec, now) * r.nodes;
+    if (rec.state == v1::TRIAL_STATE_RUNNING && !final) {
+      u.trial_gpus += r.gpus * r.nodes;
+      u.trial_nodes += r.nodes;
+    }
+  }
+  const SweepSpec& spec = sweep.spec();
+  u.in_allocations = !sweep.allocations.empty() ||
+                     (sweep.rec.backend == "slurm" && spec.placement.mode == "steps");
+  for (const auto& [id, a] : sweep.allocations) {
+    double held = Seconds(a.started_at, a.ended_at.value_or(now));
+    u.allocation_gpu_seconds += held * a.gpus;
+    u.allocation_node_seconds += held * a.nodes;
+    if (!a.ended_at) {
+      u.allocation_gpus += a.gpus;
+      u.allocation_nodes += a.nodes;
+    }
+  }
+  return u;
+}
+
+namespace {
+
+std::vector<HourBudget> Budgets(const Budget& budget, const Usage& usage) {
+  return {{"budget.gpu_hours", budget.gpu_hours, usage.GpuSeconds(), usage.GpusHeld()},
+          {"budget.node_hours", budget.node_hours, usage.NodeSeconds(), usage.NodesHeld()}};
+}
+
+}  // namespace
+
+std::optional<std::string> BudgetReached(const Budget& budget, const Usage& usage) {
+  for (const HourBudget& b : Budgets(budget, usage)) {
+    if (b.hours && b.used_seconds >= *b.hours * 3600)
+      return absl::StrCat(b.name, " (", *b.hours, ")");
+  }
+  return std::nullopt;
+}
+
+std::optional<double> BudgetSecondsLeft(const Budget& budget, const Usage& usage) {
+  std::optional<double> left;
+  for (const HourBudget& b : Budgets(budget, usage)) {
+    if (!b.hours || b.held <= 0) continue;
+    double lasts = std::max(0.0, *b.hours * 3600 - b.used_seconds) / b.held;
+    left = left ? std::min(*left, lasts) : lasts;
+  }
+  return left;
+}
+
+}  // namespace hpo::server
