@@ -44,13 +44,13 @@ class AshaStopper final : public Stopper {
   StopDecision Decide(const Curve& trial, const std::vector<const Curve*>& others,
                       Direction direction) const;
 
-  // The rung steps of a bracket, ascending (exposed for tests).
+  // The rung steps of a bracket, ascending.
   std::vector<int64_t> Rungs(int bracket) const;
   int BracketOf(int64_t trial_number) const;
-
- private:
   // The rung (index, step) the trial's last point crossed (previous step < rung <= step).
   std::optional<std::pair<size_t, int64_t>> CrossedRung(const Curve& trial) const;
+
+ private:
   StopDecision Verdict(size_t rung_index, int64_t rung, double value, double threshold, size_t keep,
                        size_t n) const;
   // Whether a rung with n values (the trial's included) still stops every trial.

@@ -120,7 +120,7 @@ StopDecision MedianStopper::Observe(const Curve& trial, Direction direction) {
     std::vector<Curve> curves;
     curves.reserve(trials_.size());
     for (const auto& [n, t] : trials_) {
-      if (n != number) curves.push_back({n, {t.points.data(), t.points.size()}, false});
+      if (n != number) curves.push_back({n, {t.points.data(), t.points.size()}, false, {}});
     }
     std::vector<const Curve*> others;
     for (const Curve& c : curves) others.push_back(&c);

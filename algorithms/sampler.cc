@@ -1,9 +1,13 @@
 #include "algorithms/sampler.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "algorithms/genetic_sampler.h"
 #include "algorithms/grid_sampler.h"
+#include "algorithms/nsga2_sampler.h"
 #include "algorithms/random_sampler.h"
 #include "algorithms/tpe_sampler.h"
 #include "common/status_macros.h"
@@ -11,13 +15,47 @@
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"random", "grid", "tpe", "genetic", "pbt"};
+  static const std::vector<std::string> names = {"random",  "grid", "tpe",
+                                                 "genetic", "pbt",  "nsga2"};
   return names;
 }
 
+Points CompletedPoints(const SuggestRequest& req, std::vector<const HistoryEntry*>& entries) {
+  const std::vector<Direction> one = {req.direction};
+  const std::vector<Direction>& directions = req.MultiObjective() ? *req.directions : one;
+  Points points;
+  points.k = directions.size();
+  for (const HistoryEntry& h : *req.history) {
+    if (!h.finished || h.stopped || !req.space->Contains(h.params)) continue;
+    if (req.MultiObjective()) {
+      if (h.values.size() != directions.size() ||
+          !std::all_of(h.values.begin(), h.values.end(), [](double v) { return std::isfinite(v); }))
+        continue;
+      points.Add(h.values, directions, h.violation);
+    } else {
+      if (!h.objective || !std::isfinite(*h.objective)) continue;
+      double v = *h.objective;
+      points.Add({&v, 1}, directions, h.violation);
+    }
+    entries.push_back(&h);
+  }
+  return points;
+}
+
 absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
-                                                     const SearchSpace& space) {
+                                                     const SearchSpace& space, bool pareto) {
+  if (pareto && (spec.name == "genetic" || spec.name == "pbt")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.name,
+                     " ranks trials by one objective; with several objectives or constraints use "
+                     "nsga2, tpe (multi-objective TPE) or random"));
+  }
   if (spec.name == "random") return std::make_unique<RandomSampler>();
+  if (spec.name == "nsga2") {
+    Nsga2Options o{spec.population, spec.nsga2_crossover_rate, spec.nsga2_mutation_rate};
+    RETURN_IF_ERROR(Nsga2Sampler::Validate(o));
+    return std::make_unique<Nsga2Sampler>(o);
+  }
   if (spec.name == "tpe") {
     if (spec.tpe_startup_trials < 1 || spec.tpe_candidates < 1) {
       return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "algorithms/pareto.h"
 #include "algorithms/search_space.h"
 
 namespace hpo::algorithms {
@@ -29,6 +30,11 @@ struct HistoryEntry {
   // The objective metric per step (step, value), for finished and running trials alike, when the
   // sweep keeps curves (it has a stopper); null otherwise. TPE compares trials on it.
   const std::vector<std::pair<int64_t, double>>* curve = nullptr;
+  // Pareto ranking (SuggestRequest::directions): once the trial finished, its value of each
+  // objective, in the sweep's order (NaN where it has none); empty otherwise.
+  std::vector<double> values = {};
+  double violation = 0;  // how far it missed the sweep's constraints; 0: met (or none)
+  bool stopped = false;  // early stopping ended it: its values are those of a shorter run
 };
 
 // What SuggestRequest::objectives holds for an entry: its objective once it finished with a
@@ -56,11 +62,22 @@ struct SuggestRequest {
   // (history[i].number == i) when it finished with a finite one, NaN otherwise. Samplers that
   // scan the whole history (genetic) read this column instead of every entry.
   const std::vector<double>* objectives = nullptr;
+  // A sweep that ranks trials by constrained Pareto dominance (several objectives, or
+  // constraints): the direction of each objective (HistoryEntry::values). Null: one objective,
+  // `direction`, and no constraints.
+  const std::vector<Direction>* directions = nullptr;
+
+  bool MultiObjective() const { return directions != nullptr && !directions->empty(); }
 };
+
+// The finished trials a multi-objective sampler learns from: those that ran to their end (not
+// stopped early) with a value for every objective, in history order, and their values as
+// Points (minimized, with their violations). `entries` receives the trials, in Points' order.
+Points CompletedPoints(const SuggestRequest& req, std::vector<const HistoryEntry*>& entries);
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  std::string name = "random";   // "random" | "grid" | "tpe" | "genetic"
+  std::string name = "random";   // "random" | "grid" | "tpe" | "genetic" | "pbt" | "nsga2"
   int grid_points = 5;           // grid: values per continuous parameter
   bool grid_shuffle = false;     // grid: visit points in a seeded random order
   int tpe_startup_trials = 10;   // tpe: random trials before the model is used
@@ -79,6 +96,9 @@ struct AlgorithmSpec {
   double pbt_quantile = 0.25;
   double pbt_resample_rate = 0.25;
   double pbt_perturb = 0.2;
+  // nsga2 (nsga2_sampler.h); population as above
+  double nsga2_crossover_rate = 0.9;
+  double nsga2_mutation_rate = 0;  // per parameter; 0: 1 / the number of parameters
 };
 
 class Sampler {
@@ -95,9 +115,12 @@ class Sampler {
   virtual bool UsesHistory() const { return true; }
 };
 
-// INVALID_ARGUMENT when the name is unknown or the settings do not fit the space.
+// INVALID_ARGUMENT when the name is unknown or the settings do not fit the space, or when the
+// sweep ranks trials by constrained Pareto dominance (`pareto`: several objectives, or
+// constraints) and the sampler ranks by one objective alone (genetic, pbt).
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
-                                                                   const SearchSpace& space);
+                                                                   const SearchSpace& space,
+                                                                   bool pareto = false);
 
 // Names MakeSampler accepts.
 const std::vector<std::string>& SamplerNames();

@@ -34,7 +34,7 @@ struct ParamDef {
   ParamValue value;                 // fixed
   // `default:`: the value this parameter takes in trials of an earlier sweep that did not have
   // it (warm_start, hpo fork). A fixed parameter's is its value.
-  std::optional<ParamValue> default_value;
+  std::optional<ParamValue> default_value = std::nullopt;
 
   // Number of distinct values, or nullopt when continuous.
   std::optional<int64_t> Cardinality() const;

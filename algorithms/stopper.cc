@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "algorithms/asha_stopper.h"
 #include "algorithms/median_stopper.h"
+#include "algorithms/mo_asha_stopper.h"
 
 namespace hpo::algorithms {
 
@@ -12,8 +13,14 @@ const std::vector<std::string>& StopperNames() {
   return names;
 }
 
-absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec) {
+absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec,
+                                                     const std::vector<Direction>& directions) {
   if (spec.name == "none") return std::make_unique<NoStopper>();
+  if (!directions.empty() && spec.name == "median") {
+    return absl::InvalidArgumentError(
+        "median compares one objective; with several objectives or constraints use asha or "
+        "hyperband (multi-objective ASHA)");
+  }
   if (spec.name == "asha" || spec.name == "hyperband") {
     if (spec.min_resource < 1) return absl::InvalidArgumentError("min_resource must be >= 1");
     if (spec.reduction_factor < 2)
@@ -30,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec) {
     o.brackets = spec.name == "hyperband" ? spec.brackets : 1;
     if (spec.bootstrap < 0) return absl::InvalidArgumentError("bootstrap must be >= 0");
     o.bootstrap = spec.bootstrap;
+    if (!directions.empty()) return std::make_unique<MoAshaStopper>(o, directions);
     return std::make_unique<AshaStopper>(o);
   }
   if (spec.name == "median") {

@@ -23,6 +23,10 @@ struct Curve {
   int64_t trial_number = 0;
   std::span<const std::pair<int64_t, double>> points;  // (step, value)
   bool finished = false;
+  // Pareto ranking (several objectives, or constraints): for each point, the value of every
+  // objective in the sweep's order, then the point's constraint violation (0: met): k + 1 values
+  // a point. Empty otherwise.
+  std::span<const double> vectors = {};
 };
 
 enum class Decision { kContinue, kStop };
@@ -64,8 +68,11 @@ class NoStopper final : public Stopper {
   StopDecision Observe(const Curve&, Direction) override { return {}; }
 };
 
-// INVALID_ARGUMENT for an unknown name or impossible settings.
-[[nodiscard]] absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec);
+// INVALID_ARGUMENT for an unknown name or impossible settings. With `directions` (one per
+// objective: the sweep ranks trials by constrained Pareto dominance) asha and hyperband are
+// multi-objective ASHA; median refuses.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(
+    const StopperSpec& spec, const std::vector<Direction>& directions = {});
 const std::vector<std::string>& StopperNames();
 
 }  // namespace hpo::algorithms

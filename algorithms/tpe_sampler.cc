@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "algorithms/random_sampler.h"
@@ -272,17 +273,77 @@ std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
   return out;
 }
 
+size_t TpeSampler::Good(size_t n) {
+  return std::max<size_t>(
+      std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(n))), 25), 1);
+}
+
+std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& req) {
+  std::vector<const HistoryEntry*> entries;
+  Points points = CompletedPoints(req, entries);
+  std::vector<const HistoryEntry*> stopped;
+  for (const HistoryEntry& h : *req.history) {
+    if (h.finished && h.stopped && req.space->Contains(h.params)) stopped.push_back(&h);
+  }
+  auto reached = [](const HistoryEntry* h) {
+    return h->curve != nullptr && !h->curve->empty() ? h->curve->back().first : int64_t{0};
+  };
+  std::stable_sort(
+      stopped.begin(), stopped.end(),
+      [&](const HistoryEntry* a, const HistoryEntry* b) { return reached(a) > reached(b); });
+  size_t n_good = Good(entries.size() + stopped.size());
+  std::vector<const HistoryEntry*> out;
+  std::vector<int> ranks = NonDominatedRanks(points);
+  // The reference point: 10% of each objective's range past its worst feasible value.
+  std::vector<double> reference(points.k, 0.0);
+  for (size_t j = 0; j < points.k; ++j) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (!points.feasible(i)) continue;
+      lo = std::min(lo, points.at(i, j));
+      hi = std::max(hi, points.at(i, j));
+    }
+    reference[j] = hi > lo ? hi + 0.1 * (hi - lo) : hi + 1.0;
+  }
+  for (const std::vector<size_t>& front : Fronts(ranks)) {
+    if (front.empty()) continue;
+    bool cut = out.size() < n_good && out.size() + front.size() > n_good;
+    if (!cut || !points.feasible(front.front())) {
+      for (size_t i : front) out.push_back(entries[i]);
+      continue;
+    }
+    // Greedy hypervolume subset selection: each time the member that adds the most.
+    std::vector<size_t> chosen, left = front;
+    double volume = 0;
+    while (out.size() + chosen.size() < n_good) {
+      size_t pick = 0;
+      double best = -1;
+      for (size_t n = 0; n < left.size(); ++n) {
+        chosen.push_back(left[n]);
+        double gain = Hypervolume(points, chosen, reference) - volume;
+        chosen.pop_back();
+        if (gain > best) best = gain, pick = n;
+      }
+      chosen.push_back(left[pick]);
+      volume += best;
+      left.erase(left.begin() + static_cast<ptrdiff_t>(pick));
+    }
+    for (size_t i : chosen) out.push_back(entries[i]);
+    for (size_t i : left) out.push_back(entries[i]);
+  }
+  out.insert(out.end(), stopped.begin(), stopped.end());
+  return out;
+}
+
 absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& req) const {
   Rng rng(req.seed, static_cast<uint64_t>(req.trial_number));
-  std::vector<const HistoryEntry*> done = Ranked(req);
+  std::vector<const HistoryEntry*> done = req.MultiObjective() ? MultiRanked(req) : Ranked(req);
   if (static_cast<int>(done.size()) < options_.startup_trials) {
     Params out;
     for (const ParamDef& p : req.space->params) out[p.name] = RandomSampler::Draw(p, rng);
     return std::optional<Params>(std::move(out));
   }
-  size_t n_good =
-      std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(done.size()))), 25);
-  n_good = std::max<size_t>(n_good, 1);
+  size_t n_good = Good(done.size());
 
   Params out;
   if (options_.multivariate) {

@@ -11,8 +11,15 @@
 //
 // Which trials, ranked how: when the history carries curves (the sweep has a stopper), every
 // trial that has reported, running or not, compared at the furthest step at least half of them
-// reached; else the finished trials by their objective. Deterministic in (seed, trial number,
-// history); no state.
+// reached; else the finished trials by their objective.
+//
+// Several objectives (multi-objective TPE, Ozaki et al., 2020): the trials that ran to their end
+// are ranked by constrained non-dominated sorting; the good ones are the first gamma(n) of them,
+// and where that cut goes through a front, the members of that front that add the most
+// hypervolume come first (greedy hypervolume subset selection, the reference point 10% past the
+// worst value of each objective). Trials stopped early follow, those that got furthest first.
+//
+// Deterministic in (seed, trial number, history); no state.
 
 #include "algorithms/sampler.h"
 
@@ -35,6 +42,9 @@ class TpeSampler final : public Sampler {
  private:
   // The trials the model learns from, best first (see above).
   static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req);
+  static std::vector<const HistoryEntry*> MultiRanked(const SuggestRequest& req);
+  // How many of n ranked trials are the good ones.
+  static size_t Good(size_t n);
   TpeOptions options_;
 };
 

@@ -91,12 +91,47 @@ double RuntimeSeconds(const v1::Trial& t) {
   return std::max(0.0, absl::ToDoubleSeconds(end - start));
 }
 
+bool IsPareto(const v1::Sweep& sweep) {
+  return sweep.objectives_size() > 1 || sweep.constraints_size() > 0;
+}
+
+std::string ObjectivesText(const v1::Sweep& sweep) {
+  std::vector<std::string> parts;
+  for (const v1::ObjectiveInfo& o : sweep.objectives()) {
+    parts.push_back(o.metric() + (o.direction() == v1::DIRECTION_MAXIMIZE ? " ↑" : " ↓"));
+  }
+  std::string out = absl::StrJoin(parts, ", ");
+  if (sweep.constraints_size() > 0) {
+    absl::StrAppend(&out, " subject to ", absl::StrJoin(sweep.constraints(), ", "));
+  }
+  return out;
+}
+
+std::string ParetoText(const v1::Trial& t) {
+  std::string out = t.pareto_rank() == 0  ? "front"
+                    : t.pareto_rank() > 0 ? absl::StrCat(t.pareto_rank() + 1)
+                                          : "-";
+  if (t.state() == v1::TRIAL_STATE_COMPLETED && !t.feasible()) out += " infeasible";
+  return out;
+}
+
 std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials,
                        const TableOptions& options) {
   std::vector<std::string> params = ParamNames(trials);
   std::vector<std::string> metrics = MetricNames(trials);
   const std::string& objective = sweep.objective_metric();
   metrics.erase(std::remove(metrics.begin(), metrics.end(), objective), metrics.end());
+  // Ranked by Pareto: every objective is a column (its arrow says its direction), and the rank.
+  const bool pareto = IsPareto(sweep);
+  std::vector<std::pair<std::string, bool>> objectives;  // (metric, maximized)
+  if (pareto) {
+    for (const v1::ObjectiveInfo& o : sweep.objectives()) {
+      objectives.emplace_back(o.metric(), o.direction() == v1::DIRECTION_MAXIMIZE);
+      metrics.erase(std::remove(metrics.begin(), metrics.end(), o.metric()), metrics.end());
+    }
+  } else {
+    objectives.emplace_back(objective, sweep.direction() == v1::DIRECTION_MAXIMIZE);
+  }
   // Trials that interruptions took and that went on from their checkpoints: which segment runs.
   bool segmented =
       std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) { return t.segment() > 1; });
@@ -111,7 +146,8 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     std::vector<std::string> header = {"trial", "#", "state"};
     for (size_t i = 0; i < n_params; ++i) header.push_back(params[i]);
     header.push_back("step");
-    header.push_back(objective + (sweep.direction() == v1::DIRECTION_MAXIMIZE ? " ↑" : " ↓"));
+    for (const auto& [name, max] : objectives) header.push_back(name + (max ? " ↑" : " ↓"));
+    if (pareto) header.push_back("pareto");
     for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
     header.push_back("runtime");
     if (segmented) header.push_back("seg");
@@ -129,7 +165,15 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
         row.push_back(it == t.params().end() ? "" : ValueText(it->second));
       }
       row.push_back(t.step() >= 0 ? std::to_string(t.step()) : "-");
-      row.push_back(t.has_objective() ? NumberText(t.objective()) : "-");
+      if (pareto) {
+        for (const auto& [name, max] : objectives) {
+          auto it = t.last_metrics().find(name);
+          row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
+        }
+        row.push_back(ParetoText(t));
+      } else {
+        row.push_back(t.has_objective() ? NumberText(t.objective()) : "-");
+      }
       for (size_t i = 0; i < n_metrics; ++i) {
         auto it = t.last_metrics().find(metrics[i]);
         row.push_back(it == t.last_metrics().end() ? "-" : NumberText(it->second));
@@ -214,11 +258,20 @@ std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& tr
   int64_t limit = sweep.max_trials();
   absl::StrAppend(&out, "trials ", trials.size(), limit > 0 ? absl::StrCat("/", limit) : "", ": ",
                   parts.empty() ? "none yet" : absl::StrJoin(parts, "  "), "\n");
+  if (IsPareto(sweep) && sweep.objectives_size() > 1) {
+    absl::StrAppend(&out, "Pareto front ", sweep.pareto_front_size(), " trial(s) of ",
+                    ObjectivesText(sweep), "\n");
+    if (!sweep.message().empty() && sweep.state() != v1::SWEEP_STATE_RUNNING) {
+      absl::StrAppend(&out, sweep.message(), "\n");
+    }
+    return out;
+  }
   // Best so far among finished trials, as the daemon defines it.
   const v1::Trial* best = nullptr;
   for (const auto& t : trials) {
     if (!t.has_objective()) continue;
     if (t.state() != v1::TRIAL_STATE_COMPLETED && t.state() != v1::TRIAL_STATE_STOPPED) continue;
+    if (IsPareto(sweep) && (!t.feasible() || t.state() != v1::TRIAL_STATE_COMPLETED)) continue;
     bool better = best == nullptr ||
                   (sweep.direction() == v1::DIRECTION_MAXIMIZE ? t.objective() > best->objective()
                                                                : t.objective() < best->objective());
@@ -279,7 +332,8 @@ std::string SweepLine(const v1::Sweep& sweep) {
   for (const auto& [state, n] : sweep.trial_counts()) parts.push_back(absl::StrCat(state, " ", n));
   std::sort(parts.begin(), parts.end());
   std::string best =
-      sweep.best_trial_id() != 0
+      sweep.objectives_size() > 1 ? absl::StrCat("front of ", sweep.pareto_front_size())
+      : sweep.best_trial_id() != 0
           ? absl::StrCat(NumberText(sweep.best_objective()), " (trial ", sweep.best_trial_id(), ")")
           : "-";
   std::string gpu_hours = absl::StrFormat("%.3g", sweep.charged_gpu_seconds() / 3600);
@@ -333,6 +387,12 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
         "interruption", "origin", "message"}) {
     header.push_back(c);
   }
+  // Ranked by Pareto: the rank (empty: not ranked), front membership, and the constraints.
+  const bool pareto = std::any_of(trials.begin(), trials.end(),
+                                  [](const v1::Trial& t) { return t.objective_values_size() > 0; });
+  if (pareto) {
+    for (const char* c : {"pareto_rank", "on_front", "feasible"}) header.push_back(c);
+  }
   std::string out = absl::StrJoin(header, ",") + "\n";
   for (const auto& t : trials) {
     std::vector<std::string> row = {std::to_string(t.id()), std::to_string(t.sweep_id()),
@@ -363,6 +423,11 @@ std::string TrialsCsv(const std::vector<v1::Trial>& trials) {
     row.push_back(v1::InterruptionName(t.interruption()));
     row.push_back(t.origin());
     row.push_back(CsvField(t.message()));
+    if (pareto) {
+      row.push_back(t.pareto_rank() >= 0 ? std::to_string(t.pareto_rank()) : "");
+      row.push_back(t.pareto_rank() == 0 ? "true" : "false");
+      row.push_back(t.feasible() ? "true" : "false");
+    }
     out += absl::StrJoin(row, ",") + "\n";
   }
   return out;
@@ -410,6 +475,13 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     j["interruption"] = v1::InterruptionName(t.interruption());  // "" when none
     j["origin"] = t.origin();                                    // "" sampled, "enqueued"
     j["message"] = t.message();
+    if (t.objective_values_size() > 0) {  // ranked by Pareto
+      j["objective_values"] =
+          std::vector<double>(t.objective_values().begin(), t.objective_values().end());
+      j["pareto_rank"] = t.pareto_rank() >= 0 ? nlohmann::json(t.pareto_rank()) : nullptr;
+      j["on_front"] = t.pareto_rank() == 0;
+      j["feasible"] = t.feasible();
+    }
     arr.push_back(std::move(j));
   }
   nlohmann::json root;
@@ -428,6 +500,16 @@ std::string TrialsJson(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       {"node_hours", sweep.node_seconds() / 3600},
       {"node_hours_budget", OrNull(sweep.node_hours_budget())},
       {"budget_seconds_left", OrNull(sweep.budget_seconds_left())}};
+  nlohmann::json objectives = nlohmann::json::array();
+  for (const v1::ObjectiveInfo& o : sweep.objectives()) {
+    objectives.push_back(
+        {{"metric", o.metric()},
+         {"direction", o.direction() == v1::DIRECTION_MAXIMIZE ? "maximize" : "minimize"}});
+  }
+  root["sweep"]["objectives"] = std::move(objectives);
+  root["sweep"]["constraints"] =
+      std::vector<std::string>(sweep.constraints().begin(), sweep.constraints().end());
+  root["sweep"]["pareto_front_size"] = sweep.pareto_front_size();
   root["trials"] = std::move(arr);
   return root.dump(2) + "\n";
 }

@@ -28,6 +28,13 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
 // "sweep 3 'quickstart' RUNNING  12.3s | RUNNING 4  COMPLETED 10 | best val_acc 0.93 (trial 7)"
 std::string SweepHeader(const v1::Sweep& sweep, const std::vector<v1::Trial>& trials);
 std::string SweepLine(const v1::Sweep& sweep);  // one line for `hpo ls`
+// The sweep ranks trials by Pareto dominance (several objectives, or constraints).
+bool IsPareto(const v1::Sweep& sweep);
+// "val_acc ↑, hpo.gpu_hours ↓ subject to latency_ms <= 20"
+std::string ObjectivesText(const v1::Sweep& sweep);
+// A trial's Pareto rank for tables: "front", "2", ..., "-"; " infeasible" when it misses a
+// constraint.
+std::string ParetoText(const v1::Trial& t);
 // Two lines: "GPU-hours 1.25 of 10 (12.5%), 4 GPU(s) held: the budget lasts about 2h11m at
 // this rate" (in steps mode: "GPU-hours 1.5 in allocations (1.25 in trials: utilization
 // 83.3%) ..."), then "node-hours 0.5 of 2 (25.0%), 1 node(s) held".

@@ -4,7 +4,8 @@ spiral data set generated deterministically (no download). Hyperparameters come 
 validation metrics are reported every epoch.
 
 Reporting (--report):
-  hpo   run `hpo report --step EPOCH val_acc=... val_loss=...` (inside an hpod trial);
+  hpo   run `hpo report --step EPOCH val_acc=... val_loss=... n_params=...` (inside an hpod
+        trial; n_params is the model's size, for a second objective);
         stops early when hpod answers "stop" (exit status 10)
   fom   print `FoM: <val_acc>` lines, for `hpo exec` to parse and report
   none  only print
@@ -140,7 +141,9 @@ def main():
         if a.report == "fom":
             print(f"FoM: {val_acc:.6f}", flush=True)
         elif a.report == "hpo":
-            report = ["hpo", "report", "--step", str(epoch), f"val_acc={val_acc}", f"val_loss={val_loss}"]
+            n_params = w1.size + b1.size + w2.size + b2.size
+            report = ["hpo", "report", "--step", str(epoch), f"val_acc={val_acc}",
+                      f"val_loss={val_loss}", f"n_params={n_params}"]
             r = subprocess.run(report)
             if r.returncode < 0 and told:  # the checkpoint signal reached `hpo report` too
                 r = subprocess.run(report)

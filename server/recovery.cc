@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -57,7 +58,8 @@ absl::Status Recovery::Replay(SweepRuntime& sweep, TrialRuntime& trial) {
     trial.rec.report_count = 0;
     trial.rec.objective.reset();
   }
-  std::optional<int64_t> reached;  // of a final trial, whose row is kept as stored
+  std::optional<int64_t> reached;          // of a final trial, whose row is kept as stored
+  std::map<std::string, double> replayed;  // ... and its metrics as of each report
   for (const ReportRecord& r : reports) {
     std::optional<double> value;
     if (final) {
@@ -68,11 +70,24 @@ absl::Status Recovery::Replay(SweepRuntime& sweep, TrialRuntime& trial) {
     } else {
       value = ApplyReport(r, objective, trial.rec);
     }
-    if (!value || !sweep.plan.keeps_curves) continue;
-    trial.curve.emplace_back(r.step, *value);
+    if (!sweep.plan.keeps_curves) continue;
+    if (sweep.spec().Pareto()) {
+      // The scores as they were at the report: the last metrics then (a finished trial's are
+      // rebuilt here too) and what hpod had measured by its time.
+      std::map<std::string, double> stored;
+      if (final) {
+        for (const auto& [k, v] : r.metrics) replayed[k] = v;
+        stored = std::exchange(trial.rec.last_metrics, replayed);
+      }
+      bool added = AppendScores(sweep, trial, r.step, r.time);
+      if (final) trial.rec.last_metrics = std::move(stored);
+      if (!added) continue;
+    } else {
+      if (!value) continue;
+      trial.curve.emplace_back(r.step, *value);
+    }
     // The stopper gets its records back: every stored point, as it was told of them.
-    (void)sweep.plan.stopper->Observe(
-        {trial.rec.number, {trial.curve.data(), trial.curve.size()}, false}, objective.direction);
+    (void)sweep.plan.stopper->Observe(CurveOf(trial), objective.direction);
   }
   if (!final && !reports.empty()) trial.last_report = reports.back();
   return absl::OkStatus();

@@ -3,9 +3,11 @@
 #include <cctype>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/token.h"
 #include "hpo/v1/states.h"
+#include "server/objectives.h"
 
 namespace hpo::server {
 namespace {
@@ -45,6 +47,25 @@ std::optional<double> ApplyReport(const ReportRecord& report, const Objective& o
   return value;
 }
 
+algorithms::Curve CurveOf(const TrialRuntime& trial) {
+  return {trial.rec.number,
+          {trial.curve.data(), trial.curve.size()},
+          false,
+          {trial.vectors.data(), trial.vectors.size()}};
+}
+
+bool AppendScores(const SweepRuntime& sweep, TrialRuntime& trial, int64_t step, absl::Time at) {
+  if (!trial.curve.empty() && step <= trial.curve.back().first) return false;
+  std::map<std::string, double> metrics = trial.rec.last_metrics;
+  AddMeasuredMetrics(sweep, trial.rec, at, metrics);
+  Scores scores = ScoresOf(sweep.spec(), metrics);
+  if (!scores.complete) return false;
+  trial.curve.emplace_back(step, scores.values.front());
+  trial.vectors.insert(trial.vectors.end(), scores.values.begin(), scores.values.end());
+  trial.vectors.push_back(scores.violation);
+  return true;
+}
+
 absl::Status ReportIntake::Validate(const v1::ReportRequest& req, int64_t trial_id) {
   if (req.metrics().empty()) {
     return absl::InvalidArgumentError(
@@ -60,6 +81,12 @@ absl::Status ReportIntake::Validate(const v1::ReportRequest& req, int64_t trial_
       return absl::InvalidArgumentError(
           absl::StrCat("report for trial ", trial_id, ": bad metric name '", name.substr(0, 64),
                        "' (letters, digits, _ . / -; starting with a letter or _; at most 128)"));
+    }
+    if (absl::StartsWith(name, kMeasuredPrefix)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "report for trial ", trial_id, ": metric '", name.substr(0, 64), "': names under ",
+          kMeasuredPrefix, " are the metrics hpod measures itself (", kRuntimeMetric, ", ",
+          kGpuHoursMetric, ")"));
     }
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(absl::StrCat("report for trial ", trial_id, ": metric '",
@@ -113,9 +140,15 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest&
   } else {
     if (absl::Status s = store_.InsertReport(report); !s.ok()) return s;
     std::optional<double> value = ApplyReport(report, sweep->spec().objective, rec);
-    trial->last_report = std::move(report);
     lifecycle_.MarkProgress(*trial);
-    if (value) Judge(*sweep, *trial, step, *value);
+    if (sweep->spec().Pareto()) {
+      if (sweep->plan.keeps_curves && AppendScores(*sweep, *trial, report.step, report.time)) {
+        Judge(*sweep, *trial, step, trial->curve.back().second);
+      }
+    } else if (value) {
+      Judge(*sweep, *trial, step, *value);
+    }
+    trial->last_report = std::move(report);
     resp.set_step(step);
   }
   resp.set_action(trial->stop_requested() ? v1::ReportResponse::ACTION_STOP
@@ -128,11 +161,11 @@ void ReportIntake::Judge(SweepRuntime& sweep, TrialRuntime& trial, int64_t step,
   const Objective& objective = sweep.spec().objective;
   std::optional<algorithms::StopDecision> verdict;
   if (sweep.plan.keeps_curves) {
-    trial.curve.emplace_back(step, value);  // stoppers and TPE read it
+    // Stoppers and TPE read the curve (ranked by Pareto, AppendScores made the point).
+    if (!sweep.spec().Pareto()) trial.curve.emplace_back(step, value);
     // The stopper records every point, also of a trial already told to stop (its values count
     // for the others); the verdict may go unused.
-    verdict = sweep.plan.stopper->Observe(
-        {trial.rec.number, {trial.curve.data(), trial.curve.size()}, false}, objective.direction);
+    verdict = sweep.plan.stopper->Observe(CurveOf(trial), objective.direction);
   }
   if (objective.goal && !IsBetter(*objective.goal, value, objective.direction)) {
     lifecycle_.BeginEnding(sweep, v1::SWEEP_STATE_GOAL_REACHED,

@@ -37,6 +37,15 @@ inline bool RepeatsEarlierStep(int segment, int64_t step, std::optional<int64_t>
 std::optional<double> ApplyReport(const ReportRecord& report, const Objective& objective,
                                   TrialRecord& rec);
 
+// The trial's curve as a stopper reads it (with its points' scores when ranked by Pareto).
+algorithms::Curve CurveOf(const TrialRuntime& trial);
+
+// Ranked by Pareto, with curves: the trial's scores at `step` (its last metrics as of the report
+// at `at`, and what hpod measured of it by then) as its curve's next point. False when the curve
+// is at or past `step` already (a resumed segment repeating work), or an objective has no value
+// yet.
+bool AppendScores(const SweepRuntime& sweep, TrialRuntime& trial, int64_t step, absl::Time at);
+
 class ReportIntake {
  public:
   ReportIntake(SweepTable& table, Store& store, TrialLifecycle& lifecycle, const Clock& clock)

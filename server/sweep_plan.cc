@@ -26,8 +26,9 @@ PlanResult PlanSweep(const std::string& yaml, const std::string& source,
       return result;
     }
   }
-  absl::StatusOr<std::unique_ptr<algorithms::Stopper>> stopper =
-      algorithms::MakeStopper(parsed.spec->early_stopping);
+  absl::StatusOr<std::unique_ptr<algorithms::Stopper>> stopper = algorithms::MakeStopper(
+      parsed.spec->early_stopping,
+      parsed.spec->Pareto() ? parsed.spec->Directions() : std::vector<algorithms::Direction>{});
   if (!stopper.ok()) {  // the parser checked the settings; this is a bug
     result.errors.push_back(
         absl::StrCat(parsed.spec->source, ": early_stopping: ", stopper.status().message()));
@@ -39,6 +40,7 @@ PlanResult PlanSweep(const std::string& yaml, const std::string& source,
   plan.stopper = std::move(*stopper);
   plan.limit = plan.spec.TrialLimit(*plan.sampler);
   plan.keeps_curves = plan.stopper->Name() != "none";
+  if (plan.spec.Pareto()) plan.directions = plan.spec.Directions();
   result.plan = std::move(plan);
   return result;
 }

@@ -26,6 +26,9 @@ struct SweepPlan {
   // Whether the sweep keeps each trial's objective curve (it has a stopper, which reads it, as
   // does TPE); without one no curve is kept.
   bool keeps_curves = false;
+  // Pareto ranking (SweepSpec::Pareto): the direction of each objective, for the sampler and
+  // the stopper; empty otherwise.
+  std::vector<algorithms::Direction> directions;
 };
 
 struct PlanResult {

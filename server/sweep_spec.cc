@@ -14,188 +14,13 @@
 #include "common/duration.h"
 #include "common/files.h"
 #include "common/shell_quote.h"
+#include "server/sweep_spec_parser.h"
 #include "yaml-cpp/yaml.h"
 
-namespace hpo::server {
-namespace {
-
-using algorithms::ParamDef;
-using algorithms::ParamType;
-using algorithms::ParamValue;
+namespace hpo::server::spec_parse {
 
 const std::set<std::string> kReservedPlaceholders = {"trial_id", "trial_number",  "trial_dir",
                                                      "sweep_id", "checkpoint_in", "checkpoint_out"};
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-// Walks the YAML tree, collecting "file:line:col: message" errors.
-// "SIGUSR1", "USR1", "usr1" or a number.
-std::optional<int> SignalNumber(const std::string& text);
-
-class Parser {
- public:
-  Parser(std::string source, std::string base_dir)
-      : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
-
-  std::vector<std::string>& errors() { return errors_; }
-
-  void Error(const YAML::Mark& mark, absl::string_view msg) {
-    if (mark.line < 0) {
-      errors_.push_back(absl::StrCat(source_, ": ", msg));
-    } else {
-      errors_.push_back(absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", msg));
-    }
-  }
-  void Error(const YAML::Node& node, absl::string_view msg) { Error(node.Mark(), msg); }
-
-  // Reports keys of `map` not in `allowed`, suggesting the nearest allowed key.
-  void CheckKeys(const YAML::Node& map, const std::string& where,
-                 const std::vector<std::string>& allowed) {
-    for (const auto& kv : map) {
-      std::string key = kv.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string best;
-      size_t best_d = 3;
-      for (const auto& a : allowed) {
-        size_t d = EditDistance(key, a);
-        if (d < best_d) best_d = d, best = a;
-      }
-      std::string msg = absl::StrCat("unknown key '", key, "' in ", where);
-      if (!best.empty())
-        absl::StrAppend(&msg, " (did you mean '", best, "'?)");
-      else
-        absl::StrAppend(&msg, " (allowed: ", absl::StrJoin(allowed, ", "), ")");
-      Error(kv.first, msg);
-    }
-  }
-
-  bool ExpectMap(const YAML::Node& n, absl::string_view what) {
-    if (n.IsMap()) return true;
-    Error(n, absl::StrCat(what, " must be a mapping (key: value lines)"));
-    return false;
-  }
-
-  std::optional<std::string> String(const YAML::Node& n, absl::string_view what) {
-    if (!n.IsScalar()) {
-      Error(n, absl::StrCat(what, " must be a single value"));
-      return std::nullopt;
-    }
-    return n.Scalar();
-  }
-
-  std::optional<double> Number(const YAML::Node& n, absl::string_view what) {
-    double d = 0;
-    if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtod(n.Scalar(), &d) || !std::isfinite(d)) {
-      Error(n, absl::StrCat(what, " must be a finite number, not '",
-                            n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
-      return std::nullopt;
-    }
-    return d;
-  }
-
-  std::optional<int64_t> Integer(const YAML::Node& n, absl::string_view what, int64_t min,
-                                 int64_t max) {
-    int64_t i = 0;
-    if (!n.IsScalar() || n.Tag() == "!" || !absl::SimpleAtoi(n.Scalar(), &i)) {
-      Error(n, absl::StrCat(what, " must be an integer, not '",
-                            n.IsScalar() ? n.Scalar() : "(a structure)", "'"));
-      return std::nullopt;
-    }
-    if (i < min || i > max) {
-      Error(n, absl::StrCat(what, " must be between ", min, " and ", max, ", not ", i));
-      return std::nullopt;
-    }
-    return i;
-  }
-
-  std::optional<int> allocation_nodes_, allocation_gpus_, allocation_cpus_, allocation_max_;
-  YAML::Node allocation_node_;
-  static std::optional<int64_t> MemoryMb(const std::string& text);
-  void ResolveAllocation(SweepSpec& spec);
-
-  std::optional<bool> Bool(const YAML::Node& n, absl::string_view what) {
-    if (n.IsScalar() && n.Tag() != "!") {
-      const std::string& s = n.Scalar();
-      if (s == "true" || s == "True" || s == "yes") return true;
-      if (s == "false" || s == "False" || s == "no") return false;
-    }
-    Error(n, absl::StrCat(what, " must be true or false"));
-    return std::nullopt;
-  }
-
-  std::optional<absl::Duration> Duration(const YAML::Node& n, absl::string_view what) {
-    if (!n.IsScalar()) {
-      Error(n, absl::StrCat(what, " must be a duration such as 30s, 15m or 2h"));
-      return std::nullopt;
-    }
-    auto d = ParseDuration(n.Scalar());
-    if (!d.ok()) {
-      Error(n, absl::StrCat(what, ": ", d.status().message()));
-      return std::nullopt;
-    }
-    return *d;
-  }
-
-  // A categorical or fixed value: plain scalars are typed (bool, int, float, string);
-  // quoted scalars stay strings.
-  std::optional<ParamValue> Value(const YAML::Node& n, absl::string_view what) {
-    if (!n.IsScalar()) {
-      Error(n, absl::StrCat(what, " must be a single value"));
-      return std::nullopt;
-    }
-    const std::string& s = n.Scalar();
-    if (n.Tag() == "!") return ParamValue(s);
-    if (s == "true" || s == "True") return ParamValue(true);
-    if (s == "false" || s == "False") return ParamValue(false);
-    int64_t i = 0;
-    if (absl::SimpleAtoi(s, &i)) return ParamValue(i);
-    double d = 0;
-    if (s.find_first_of("0123456789") != std::string::npos && absl::SimpleAtod(s, &d) &&
-        std::isfinite(d)) {
-      return ParamValue(d);
-    }
-    return ParamValue(s);
-  }
-
-  void Parameters(const YAML::Node& node, SweepSpec& spec);
-  std::optional<ParamDef> Parameter(const std::string& name, const YAML::Node& node);
-  void Objective_(const YAML::Node& node, SweepSpec& spec);
-  void Command(const YAML::Node& node, SweepSpec& spec);
-  void CheckPlaceholders(const YAML::Node& node, const std::string& text, const SweepSpec& spec);
-  void Budget_(const YAML::Node& node, SweepSpec& spec);
-  void Resources(const YAML::Node& node, SweepSpec& spec);
-  void Algorithm(const YAML::Node& node, SweepSpec& spec);
-  void Slurm(const YAML::Node& node, SweepSpec& spec);
-  void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
-  void Checkpoint(const YAML::Node& node, SweepSpec& spec);
-  void Enqueue(const YAML::Node& node, SweepSpec& spec);
-  // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
-  void CheckTimes(const YAML::Node& root, const SweepSpec& spec);
-  // budget.gpu_hours or budget.node_hours (`key`, in `unit`): a number above 0.
-  std::optional<double> Hours(const YAML::Node& node, const char* key, const char* unit);
-  // A GPU-hour budget needs trials that use GPUs.
-  void CheckGpuBudget(const YAML::Node& root, const SweepSpec& spec);
-  void Top(const YAML::Node& root, SweepSpec& spec);
-  // The sampler Top built to check the spec against it (set once it parsed without errors).
-  std::unique_ptr<algorithms::Sampler>& sampler() { return sampler_; }
-
- private:
-  std::string source_;
-  std::string base_dir_;
-  std::vector<std::string> errors_;
-  std::unique_ptr<algorithms::Sampler> sampler_;
-};
 
 std::optional<ParamDef> Parser::Parameter(const std::string& name, const YAML::Node& node) {
   ParamDef p;
@@ -325,39 +150,6 @@ void Parser::Parameters(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
-void Parser::Objective_(const YAML::Node& node, SweepSpec& spec) {
-  if (!ExpectMap(node, "objective")) return;
-  CheckKeys(node, "objective", {"metric", "direction", "goal", "use"});
-  if (!node["metric"])
-    Error(node, "objective needs metric (the reported metric to optimize)");
-  else
-    spec.objective.metric = String(node["metric"], "objective metric").value_or("");
-  static const std::regex kMetric("[A-Za-z_][A-Za-z0-9_./-]{0,127}");
-  if (!spec.objective.metric.empty() && !std::regex_match(spec.objective.metric, kMetric)) {
-    Error(node["metric"], "objective metric must be a name of letters, digits, _ . / -");
-  }
-  if (!node["direction"]) {
-    Error(node, "objective needs direction: minimize or maximize");
-  } else {
-    std::string d = String(node["direction"], "objective direction").value_or("");
-    if (d == "minimize" || d == "min")
-      spec.objective.direction = algorithms::Direction::kMinimize;
-    else if (d == "maximize" || d == "max")
-      spec.objective.direction = algorithms::Direction::kMaximize;
-    else
-      Error(node["direction"],
-            absl::StrCat("objective direction must be minimize or maximize, not '", d, "'"));
-  }
-  if (node["goal"]) spec.objective.goal = Number(node["goal"], "objective goal");
-  if (node["use"]) {
-    std::string use = String(node["use"], "objective use").value_or("");
-    if (use == "best")
-      spec.objective.use_best = true;
-    else if (use != "last")
-      Error(node["use"], "objective use must be last or best");
-  }
-}
-
 void Parser::CheckPlaceholders(const YAML::Node& node, const std::string& text,
                                const SweepSpec& spec) {
   for (size_t i = 0; i < text.size(); ++i) {
@@ -406,33 +198,6 @@ void Parser::Command(const YAML::Node& node, SweepSpec& spec) {
   } else {
     Error(node, "command must be a string (run by /bin/sh) or a list (argv)");
   }
-}
-
-void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
-  if (!ExpectMap(node, "budget")) return;
-  CheckKeys(node, "budget",
-            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours", "node_hours"});
-  constexpr int64_t kBig = 100'000'000;
-  if (node["max_trials"])
-    spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
-  if (node["max_concurrent"])
-    spec.budget.max_concurrent =
-        Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000).value_or(1);
-  if (node["max_failed"])
-    spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
-  if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
-  spec.budget.gpu_hours = Hours(node["gpu_hours"], "gpu_hours", "GPU-hours");
-  spec.budget.node_hours = Hours(node["node_hours"], "node_hours", "node-hours");
-}
-
-std::optional<double> Parser::Hours(const YAML::Node& node, const char* key, const char* unit) {
-  if (!node) return std::nullopt;
-  std::optional<double> h = Number(node, absl::StrCat("budget ", key));
-  if (h && (*h <= 0 || *h > 1e9)) {
-    Error(node, absl::StrCat("budget ", key, " must be a number of ", unit, " above 0"));
-    return std::nullopt;
-  }
-  return h;
 }
 
 void Parser::Resources(const YAML::Node& node, SweepSpec& spec) {
@@ -752,6 +517,10 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
         *field = *v;
     }
     if (spec.algorithm.name == "pbt" && !node["population"]) spec.algorithm.population = 8;
+    if (spec.algorithm.name == "nsga2") {  // its own defaults for the genetic keys it shares
+      a.nsga2_crossover_rate = node["crossover_rate"] ? a.crossover_rate : 0.9;
+      a.nsga2_mutation_rate = node["mutation_rate"] ? a.mutation_rate : 0.0;
+    }
     if (spec.algorithm.name == "genetic") {
       if (a.elitism >= a.population)
         Error(node["elitism"] ? node["elitism"] : node,
@@ -811,13 +580,6 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
-void Parser::CheckGpuBudget(const YAML::Node& root, const SweepSpec& spec) {
-  int most = spec.gpu_options.empty() ? spec.resources.gpus : spec.gpu_options.back();
-  if (spec.budget.gpu_hours && most == 0) {
-    Error(root["budget"]["gpu_hours"], "budget gpu_hours: the sweep's trials use no GPUs");
-  }
-}
-
 void Parser::CheckTimes(const YAML::Node& root, const SweepSpec& spec) {
   const backend::Placement& p = spec.placement;
   if (p.time_limit_minutes <= 0) return;
@@ -851,10 +613,11 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     return;
   }
   CheckKeys(root, "the sweep",
-            {"name",    "parameters", "objective",  "command",     "pass_params", "env",
-             "workdir", "budget",     "resources",  "slurm",       "algorithm",   "early_stopping",
-             "seed",    "fom_regex",  "stop_grace", "stop_signal", "max_retries", "checkpoint",
-             "backend", "enqueue",    "warm_start", "external"});
+            {"name",      "parameters",  "objective",   "objectives",     "constraints",
+             "command",   "pass_params", "env",         "workdir",        "budget",
+             "resources", "slurm",       "algorithm",   "early_stopping", "seed",
+             "fom_regex", "stop_grace",  "stop_signal", "max_retries",    "checkpoint",
+             "backend",   "enqueue",     "warm_start",  "external"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -862,10 +625,16 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     Parameters(root["parameters"], spec);
   else
     Error(root, "missing parameters (the search space)");
-  if (root["objective"])
+  if (root["objective"] && root["objectives"]) {
+    Error(root["objectives"], "give objective (one) or objectives (several), not both");
+  } else if (root["objective"]) {
     Objective_(root["objective"], spec);
-  else
-    Error(root, "missing objective (metric and direction)");
+  } else if (root["objectives"]) {
+    Objectives(root["objectives"], spec);
+  } else {
+    Error(root, "missing objective (metric and direction), or objectives");
+  }
+  if (root["constraints"]) Constraints(root["constraints"], spec);
   const bool external =
       root["backend"] && root["backend"].IsScalar() && root["backend"].Scalar() == "external";
   if (root["command"])
@@ -968,9 +737,17 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   CheckTimes(root, spec);
   CheckGpuBudget(root, spec);
+  if (spec.Pareto() && spec.early_stopping.name == "median") {
+    Error(root["early_stopping"],
+          "early_stopping median compares one objective; with several objectives or constraints "
+          "use asha or hyperband (multi-objective ASHA)");
+  }
+  if (spec.Pareto() && spec.objective.goal) {
+    Error(root["objective"]["goal"], "objective goal does not go with constraints");
+  }
 
   if (!errors_.empty()) return;
-  auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space);
+  auto sampler = algorithms::MakeSampler(spec.algorithm, spec.space, spec.Pareto());
   if (!sampler.ok()) {
     Error(root["algorithm"] ? root["algorithm"] : root, sampler.status().message());
     return;
@@ -992,7 +769,11 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   sampler_ = std::move(*sampler);
 }
 
-}  // namespace
+}  // namespace hpo::server::spec_parse
+
+namespace hpo::server {
+
+using spec_parse::Parser;
 
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
                            const std::string& base_dir) {

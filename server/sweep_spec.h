@@ -28,6 +28,24 @@ struct Objective {
   bool use_best = false;       // false: a trial's objective is its last value; true: its best
 };
 
+// Metrics hpod measures itself, for objectives and constraints: named under "hpo.", which no
+// report may use. A trial's running time over its segments, in seconds, and its GPU-hours (its
+// GPUs times that time). A finished trial has them among its last metrics.
+inline constexpr char kRuntimeMetric[] = "hpo.runtime_s";
+inline constexpr char kGpuHoursMetric[] = "hpo.gpu_hours";
+inline constexpr char kMeasuredPrefix[] = "hpo.";
+bool IsMeasuredMetric(const std::string& metric);
+
+// One line of `constraints:` ("latency_ms <= 20"): a trial that misses it is infeasible.
+struct Constraint {
+  std::string metric;
+  bool at_most = true;  // `<=`; false: `>=`
+  double bound = 0;
+  // How far `value` misses the bound; 0 when it meets it.
+  double Violation(double value) const;
+  std::string Text() const;  // "latency_ms <= 20"
+};
+
 struct Budget {
   int64_t max_trials = 0;  // 0: the sampler's capacity (grid) — random needs a bound
   int64_t max_concurrent = 1;
@@ -57,7 +75,11 @@ struct SweepSpec {
   std::string source;    // file name, for messages
   std::string base_dir;  // absolute; relative paths resolve against it
   algorithms::SearchSpace space;
+  // The objective: with `objectives:`, the first of them (what single-objective parts read:
+  // the curves, the watch table's best column).
   Objective objective;
+  std::vector<Objective> objectives;  // every objective, in the file's order (one or more)
+  std::vector<Constraint> constraints;
   std::vector<std::string> command;  // argv template, or one shell line when command_is_shell
   bool command_is_shell = false;
   bool pass_flags = false;  // append --name=value for every parameter
@@ -92,6 +114,12 @@ struct SweepSpec {
                                          int64_t trial_number, int64_t sweep_id,
                                          const std::string& trial_dir,
                                          const std::string& checkpoint_in = "") const;
+  // The sweep ranks trials by constrained Pareto dominance: several objectives, or constraints.
+  bool Pareto() const { return objectives.size() > 1 || !constraints.empty(); }
+  // The direction of each objective.
+  std::vector<algorithms::Direction> Directions() const;
+  // Whether an objective or a constraint reads `metric`.
+  bool Uses(const std::string& metric) const;
   // What one trial asks for, given its parameters.
   backend::Resources TrialResources(const algorithms::Params& params) const;
   // The smallest and the largest request a trial of this sweep may make.

@@ -71,11 +71,27 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
   std::vector<std::string> names;
   for (const auto& p : space.params) names.push_back(p.name);
   absl::StrAppend(&out, absl::StrJoin(names, ", "), ")\n");
-  absl::StrAppend(
-      &out, "objective: ",
-      objective.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ",
-      objective.metric, objective.use_best ? " (best value)" : " (last value)");
+  if (objectives.size() > 1) {
+    std::vector<std::string> parts;
+    for (const Objective& o : objectives) {
+      parts.push_back(absl::StrCat(
+          o.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ", o.metric));
+    }
+    absl::StrAppend(&out, "objectives: ", absl::StrJoin(parts, ", "),
+                    " (last values; the Pareto front)");
+  } else {
+    absl::StrAppend(
+        &out, "objective: ",
+        objective.direction == algorithms::Direction::kMinimize ? "minimize " : "maximize ",
+        objective.metric, objective.use_best ? " (best value)" : " (last value)");
+  }
   if (objective.goal) absl::StrAppend(&out, ", goal ", *objective.goal);
+  if (!constraints.empty()) {
+    std::vector<std::string> parts;
+    for (const Constraint& c : constraints) parts.push_back(c.Text());
+    absl::StrAppend(&out, "\nconstraints: ", absl::StrJoin(parts, ", "),
+                    " (a trial that misses one ranks after every one that meets them)");
+  }
   absl::StrAppend(&out, "\nalgorithm: ", sampler.Name());
   if (auto cap = sampler.Capacity(space)) {
     absl::StrAppend(&out, " (", *cap, " grid points");
@@ -86,6 +102,9 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
     absl::StrAppend(&out, ")");
   }
   absl::StrAppend(&out, "\nearly stopping: ", early_stopping.name);
+  if (Pareto() && early_stopping.name != "none") {
+    absl::StrAppend(&out, " (multi-objective: ranked by Pareto front, then epsilon-net)");
+  }
   int64_t limit = TrialLimit(sampler);
   absl::StrAppend(&out, "\ntrials: ", limit > 0 ? std::to_string(limit) : "until wall_time", ", ",
                   budget.max_concurrent, " at a time");

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "hpo/v1/states.h"
+#include "server/objectives.h"
 
 namespace hpo::server {
 
@@ -61,7 +62,10 @@ TrialRuntime& SweepTable::AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRun
                            rec.parent, rec.lineage, sweep.plan.keeps_curves ? &t.curve : nullptr});
   sweep.objectives.push_back(algorithms::ObjectiveColumn(sweep.history.back()));
   sweep.trials.push_back(std::move(trial));
-  if (v1::IsFinal(rec.state)) NoteRunTime(sweep, rec);
+  if (v1::IsFinal(rec.state)) {
+    NoteScores(sweep, t);
+    NoteRunTime(sweep, rec);
+  }
   return t;
 }
 
@@ -80,7 +84,20 @@ void SweepTable::MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial) {
   h.finished = true;
   h.objective = trial.rec.objective;
   sweep.objectives[n] = algorithms::ObjectiveColumn(h);
+  NoteScores(sweep, trial);
   NoteRunTime(sweep, trial.rec);
+}
+
+void SweepTable::NoteScores(SweepRuntime& sweep, const TrialRuntime& trial) {
+  algorithms::HistoryEntry& h = sweep.history[static_cast<size_t>(trial.rec.number)];
+  h.stopped = trial.rec.state == v1::TRIAL_STATE_STOPPED;
+  if (!sweep.spec().Pareto()) return;
+  Scores scores = ScoresOf(sweep.spec(), trial.rec.last_metrics);
+  h.values = std::move(scores.values);
+  h.violation = scores.violation;
+  UpdateFront(sweep, trial);
+  // One objective under constraints: the best is the front's (its members tie).
+  if (sweep.spec().objectives.size() == 1) sweep.best = sweep.front.empty() ? -1 : sweep.front[0];
 }
 
 bool SweepTable::AllEnded() const {

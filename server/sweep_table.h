@@ -36,6 +36,9 @@ struct TrialRuntime {
   std::optional<absl::Time> enforce_stop_at;  // early stop: the backend acts if still running then
   std::vector<std::pair<int64_t, double>>
       curve;  // objective metric per step (SweepPlan::keeps_curves)
+  // Pareto ranking with curves: per point of `curve`, every objective's value and the
+  // constraint violation (algorithms::Curve::vectors).
+  std::vector<double> vectors;
   // The last report stored. The same report again (the same client id, or without one the
   // same step and metrics) is a client's retry of a report whose reply it never got (the
   // daemon went away), and is not stored twice.
@@ -72,7 +75,9 @@ struct SweepRuntime {
   // The longest run of a trial that completed in one segment: how long a trial that cannot
   // resume must be able to run where it starts. Zero until one completed.
   absl::Duration longest_completed = absl::ZeroDuration();
-  int64_t best = -1;  // number of the best finished trial
+  int64_t best = -1;  // number of the best finished trial (one objective)
+  // Pareto ranking: the numbers of the trials on the front (objectives.h), in completion order.
+  std::vector<int64_t> front;
   // budget.gpu_hours or budget.node_hours was reached (its words, see usage.h): no trial starts
   // any more, the running ones finish.
   std::optional<std::string> budget_spent;
@@ -105,8 +110,8 @@ class SweepTable {
   // Appends a trial (its record's number is the next one) and its history entry, finished with
   // its objective when its record is in a final state.
   TrialRuntime& AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRuntime> trial);
-  // The trial ended: the sampler sees it finished, with its objective, and a completed trial's
-  // run time counts toward the sweep's longest.
+  // The trial ended: the sampler sees it finished, with its objective (and, ranked by Pareto,
+  // its scores), and a completed trial's run time counts toward the sweep's longest.
   static void MarkFinished(SweepRuntime& sweep, const TrialRuntime& trial);
   const std::map<int64_t, std::unique_ptr<SweepRuntime>>& sweeps() const { return sweeps_; }
   // True when no sweep is RUNNING or PAUSED.
@@ -114,6 +119,8 @@ class SweepTable {
 
  private:
   static void NoteRunTime(SweepRuntime& sweep, const TrialRecord& rec);
+  // A finished trial's scores in the sampler's history, and the front (Pareto ranking).
+  static void NoteScores(SweepRuntime& sweep, const TrialRuntime& trial);
   std::map<int64_t, std::unique_ptr<SweepRuntime>> sweeps_;
   std::unordered_map<int64_t, std::pair<SweepRuntime*, TrialRuntime*>> trials_by_id_;
 };

@@ -9,6 +9,7 @@
 #include "common/token.h"
 #include "hpo/v1/states.h"
 #include "server/convert.h"
+#include "server/objectives.h"
 #include "server/usage.h"
 #include "server/views.h"
 #include "spdlog/spdlog.h"
@@ -322,6 +323,7 @@ bool TrialLifecycle::CreateTrial(SweepRuntime& sweep) {
     req.trial_number = sweep.sampled;
     req.seed = sweep.spec().seed;
     req.direction = sweep.spec().objective.direction;
+    if (!sweep.plan.directions.empty()) req.directions = &sweep.plan.directions;
     algorithms::SuggestOutput output;
     req.output = &output;
     absl::StatusOr<std::optional<algorithms::Params>> params = sweep.plan.sampler->Suggest(req);
@@ -585,6 +587,11 @@ void TrialLifecycle::EndTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::Tria
   if (std::optional<absl::Time> start = SegmentStart(rec)) {
     rec.gpu_seconds += SegmentGpuSeconds(sweep, rec, *start, *rec.ended_at);
   }
+  // What hpod measures, where an objective or a constraint reads it, among the last metrics.
+  const SweepSpec& spec = sweep.spec();
+  if (rec.started_at && (spec.Uses(kRuntimeMetric) || spec.Uses(kGpuHoursMetric))) {
+    AddMeasuredMetrics(sweep, rec, *rec.ended_at, rec.last_metrics);
+  }
   --sweep.active;
   sweep.pending.erase(std::remove(sweep.pending.begin(), sweep.pending.end(), rec.number),
                       sweep.pending.end());
@@ -653,6 +660,7 @@ void TrialLifecycle::NextSegment(SweepRuntime& sweep, TrialRuntime& trial, v1::I
 }
 
 void TrialLifecycle::UpdateBest(SweepRuntime& sweep, const TrialRuntime& trial) {
+  if (sweep.spec().Pareto()) return;  // the front instead (SweepTable::MarkFinished)
   const TrialRecord& rec = trial.rec;
   if (!rec.objective || rec.origin == kWarmStart ||
       (rec.state != v1::TRIAL_STATE_COMPLETED && rec.state != v1::TRIAL_STATE_STOPPED)) {

@@ -27,17 +27,19 @@ std::optional<double> Usage::Utilization() const {
   return trial_gpu_seconds / allocation_gpu_seconds;
 }
 
-double RunSeconds(const TrialRecord& trial, absl::Time now) {
+double RunSeconds(const TrialRecord& trial, absl::Time at) {
   double total = 0;
-  for (const SegmentRecord& s : trial.segments) total += Seconds(s.started_at, s.ended_at);
+  for (const SegmentRecord& s : trial.segments) {
+    total += Seconds(s.started_at, std::min(s.ended_at, at));
+  }
   // The current (or last) segment, as the GPU-seconds count it.
   std::optional<absl::Time> start = trial.segment_started_at;
   if (!start && trial.segment == 1) start = trial.started_at;  // stored before segments
   if (!start) return total;
   if (trial.state == v1::TRIAL_STATE_RUNNING) {
-    total += Seconds(*start, now);
+    total += Seconds(*start, at);
   } else if (v1::IsFinal(trial.state) && trial.ended_at) {
-    total += Seconds(*start, *trial.ended_at);
+    total += Seconds(*start, std::min(*trial.ended_at, at));
   }
   return total;
 }

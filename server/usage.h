@@ -42,8 +42,8 @@ struct Usage {
   std::optional<double> Utilization() const;
 };
 
-// A trial's running time over its segments, the running one up to `now`.
-double RunSeconds(const TrialRecord& trial, absl::Time now);
+// A trial's running time over its segments up to `at` (the running one up to then).
+double RunSeconds(const TrialRecord& trial, absl::Time at);
 // The sweep's usage up to `now`.
 Usage MeasureUsage(const SweepRuntime& sweep, absl::Time now);
 // The budget that `usage` reached, in words for the sweep's message ("budget.gpu_hours (10)"),

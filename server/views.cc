@@ -4,6 +4,7 @@
 
 #include "hpo/v1/states.h"
 #include "server/convert.h"
+#include "server/objectives.h"
 #include "server/usage.h"
 
 namespace hpo::server {
@@ -27,8 +28,15 @@ v1::Sweep SweepView(const SweepRuntime& sweep, bool with_spec, absl::Time now) {
   for (const auto& t : sweep.trials) (*out.mutable_trial_counts())[v1::StateName(t->rec.state)]++;
   if (sweep.best >= 0) {
     const TrialRecord& best = sweep.trials[static_cast<size_t>(sweep.best)]->rec;
-    out.set_best_trial_id(best.id);
-    out.set_best_objective(*best.objective);
+    auto value = best.last_metrics.find(spec.objective.metric);
+    std::optional<double> objective =
+        best.objective
+            ? best.objective
+            : (value != best.last_metrics.end() ? std::optional(value->second) : std::nullopt);
+    if (objective) {
+      out.set_best_trial_id(best.id);
+      out.set_best_objective(*objective);
+    }
   }
   if (with_spec) out.set_spec_yaml(rec.spec_yaml);
   out.set_source(rec.source);
@@ -47,27 +55,60 @@ v1::Sweep SweepView(const SweepRuntime& sweep, bool with_spec, absl::Time now) {
   out.set_gpu_hours_budget(spec.budget.gpu_hours.value_or(0));
   out.set_node_hours_budget(spec.budget.node_hours.value_or(0));
   out.set_budget_seconds_left(BudgetSecondsLeft(spec.budget, usage).value_or(0));
+  for (const Objective& o : spec.objectives) {
+    v1::ObjectiveInfo* info = out.add_objectives();
+    info->set_metric(o.metric);
+    info->set_direction(o.direction == algorithms::Direction::kMinimize ? v1::DIRECTION_MINIMIZE
+                                                                        : v1::DIRECTION_MAXIMIZE);
+  }
+  for (const Constraint& c : spec.constraints) out.add_constraints(c.Text());
+  out.set_pareto_front_size(static_cast<int64_t>(sweep.front.size()));
   return out;
 }
 
 v1::Trial TrialView(const SweepRuntime& sweep, const TrialRuntime& trial, absl::Time now) {
   v1::Trial out = ToProto(trial.rec);
   out.set_gpu_seconds(sweep.GpuSeconds(trial.rec, now));
+  out.set_pareto_rank(-1);
+  if (sweep.spec().Pareto()) {
+    Scores scores = ScoresOf(sweep.spec(), trial.rec.last_metrics);
+    for (double v : scores.values) out.add_objective_values(v);
+    out.set_feasible(scores.violation <= 0);
+  }
   return out;
 }
 
 std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrialsRequest& req,
                                   absl::Time now) {
+  const bool pareto = sweep.spec().Pareto();
+  std::vector<int> ranks = pareto ? ParetoRanks(sweep) : std::vector<int>();
+  auto rank = [&](const TrialRuntime* t) { return ranks[static_cast<size_t>(t->rec.number)]; };
   std::vector<const TrialRuntime*> picked;
   for (const auto& t : sweep.trials) {
     if (req.states_size() > 0 &&
         std::find(req.states().begin(), req.states().end(), t->rec.state) == req.states().end()) {
       continue;
     }
+    if (req.pareto() && (!pareto || rank(t.get()) != 0)) continue;
     picked.push_back(t.get());
   }
   algorithms::Direction dir = sweep.spec().objective.direction;
-  if (req.order() == v1::TRIAL_ORDER_OBJECTIVE) {
+  if (pareto && (req.order() == v1::TRIAL_ORDER_OBJECTIVE || req.pareto())) {
+    // By Pareto rank (the front first), then by the first objective.
+    const std::string& first = sweep.spec().objective.metric;
+    auto value = [&](const TrialRuntime* t) {
+      auto it = t->rec.last_metrics.find(first);
+      return it != t->rec.last_metrics.end() ? std::optional(it->second) : std::nullopt;
+    };
+    std::stable_sort(picked.begin(), picked.end(),
+                     [&](const TrialRuntime* a, const TrialRuntime* b) {
+                       if ((rank(a) >= 0) != (rank(b) >= 0)) return rank(a) >= 0;
+                       if (rank(a) != rank(b)) return rank(a) < rank(b);
+                       std::optional<double> x = value(a), y = value(b);
+                       if (x.has_value() != y.has_value()) return x.has_value();
+                       return x && IsBetter(*x, *y, dir);
+                     });
+  } else if (req.order() == v1::TRIAL_ORDER_OBJECTIVE) {
     std::stable_sort(
         picked.begin(), picked.end(), [dir](const TrialRuntime* a, const TrialRuntime* b) {
           if (a->rec.objective.has_value() != b->rec.objective.has_value()) {
@@ -86,6 +127,7 @@ std::vector<v1::Trial> TrialsView(const SweepRuntime& sweep, const v1::ListTrial
   for (const TrialRuntime* t : picked) {
     if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
     out.push_back(TrialView(sweep, *t, now));
+    if (pareto) out.back().set_pareto_rank(rank(t));
   }
   return out;
 }

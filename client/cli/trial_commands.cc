@@ -27,9 +27,13 @@ TrialCommands::TrialCommands(CLI::App& app, int& rc) : rc_(rc) {
   trials->add_option("--limit", trials_.limit, "at most this many rows");
   trials->add_flag("--where", trials_.where,
                    "add each trial's GPUs and backend id (pid, Slurm job id and nodes)");
+  trials->add_flag("--pareto", trials_.pareto,
+                   "only the Pareto front (a sweep with several objectives or constraints)");
   trials->callback([this] { Trials(); });
 
-  CLI::App* best = app.add_subcommand("best", "the best trial: objective and parameters");
+  CLI::App* best = app.add_subcommand(
+      "best",
+      "the best trial: objective and parameters; with several objectives, the Pareto front");
   best->add_option("sweep", best_.sweep, "sweep id")->required();
   best->add_flag("--json", best_.json, "as JSON");
   best->callback([this] { Best(); });
@@ -50,11 +54,13 @@ TrialCommands::TrialCommands(CLI::App& app, int& rc) : rc_(rc) {
   exp->callback([this] { Export(); });
 
   CLI::App* plot = app.add_subcommand(
-      "plot", "plot a sweep to a PNG: learning curves, objective by trial, parallel coordinates");
+      "plot",
+      "plot a sweep to a PNG: learning curves, objective by trial, parallel coordinates; with "
+      "several objectives the Pareto front (pairs of objectives) and its hypervolume");
   plot->add_option("sweep", plot_.sweep, "sweep id")->required();
-  plot->add_option("--kind", plot_.kind, "curves | objective | parallel")
+  plot->add_option("--kind", plot_.kind, "curves | objective | parallel | pareto | hypervolume")
       ->capture_default_str()
-      ->check(CLI::IsMember({"curves", "objective", "parallel"}));
+      ->check(CLI::IsMember({"curves", "objective", "parallel", "pareto", "hypervolume"}));
   plot->add_option("-o,--output", plot_.output, "PNG file to write")->required();
   plot->callback([this] { Plot(); });
 }
@@ -66,6 +72,7 @@ void TrialCommands::Trials() {
                 : trials_.sort == "recent"  ? v1::TRIAL_ORDER_RECENT
                                             : v1::TRIAL_ORDER_NUMBER);
   req.set_limit(trials_.limit);
+  req.set_pareto(trials_.pareto);
   for (std::string s : trials_.states) {
     for (auto& ch : s) ch = static_cast<char>(std::toupper(ch));
     v1::TrialState st;
@@ -78,6 +85,14 @@ void TrialCommands::Trials() {
   }
   auto c = Connect();
   auto sweep = OrExit(c->GetSweep(trials_.sweep));
+  if (trials_.pareto && !client::IsPareto(sweep)) {
+    std::fprintf(stderr,
+                 "hpo trials: sweep %lld has one objective and no constraints: no Pareto front "
+                 "(--sort objective ranks it)\n",
+                 static_cast<long long>(trials_.sweep));
+    rc_ = kExitUsage;
+    return;
+  }
   auto trials = OrExit(c->ListTrials(req));
   client::TableOptions opt;
   opt.where = trials_.where;
@@ -88,6 +103,27 @@ void TrialCommands::Trials() {
 void TrialCommands::Best() {
   auto c = Connect();
   auto sweep = OrExit(c->GetSweep(best_.sweep));
+  if (sweep.objectives_size() > 1) {  // the Pareto front
+    v1::ListTrialsRequest req;
+    req.set_sweep_id(best_.sweep);
+    req.set_pareto(true);
+    auto front = OrExit(c->ListTrials(req));
+    if (best_.json) {
+      std::printf("%s", client::TrialsJson(sweep, front).c_str());
+      return;
+    }
+    if (front.empty()) {
+      std::fprintf(stderr, "hpo best: sweep %lld has no completed trial with every objective yet\n",
+                   static_cast<long long>(best_.sweep));
+      rc_ = kExitError;
+      return;
+    }
+    std::printf("Pareto front of sweep %lld: %zu trial(s) of %s\n",
+                static_cast<long long>(best_.sweep), front.size(),
+                client::ObjectivesText(sweep).c_str());
+    std::printf("%s", client::TrialTable(sweep, front, {}).c_str());
+    return;
+  }
   if (sweep.best_trial_id() == 0) {
     std::fprintf(stderr, "hpo best: sweep %lld has no finished trial with a '%s' yet\n",
                  static_cast<long long>(best_.sweep), sweep.objective_metric().c_str());

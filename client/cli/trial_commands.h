@@ -19,6 +19,7 @@ class TrialCommands {
     std::vector<std::string> states;
     int limit = 0;
     bool where = false;
+    bool pareto = false;
   };
   struct BestOptions {
     int64_t sweep = 0;

@@ -16,7 +16,7 @@ for f in "$HPO_SRC"/examples/*.yaml; do
     continue
   fi
   hpo validate "$f" >"$WORK/out" 2>&1 || fail "$(basename "$f") does not validate: $(cat "$WORK/out")"
-  sed -n 's/^algorithm: \([a-z]*\).*/algorithm \1/p; s/^early stopping: \([a-z]*\).*/stopper \1/p' "$WORK/out" >>"$WORK/used"
+  sed -n 's/^algorithm: \([a-z0-9]*\).*/algorithm \1/p; s/^early stopping: \([a-z]*\).*/stopper \1/p' "$WORK/out" >>"$WORK/used"
 done
 known() {  # the names hpod lists for an unknown value of section $1
   printf 'parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: t\n%s: {name: nosuch}\n' "$1" >"$WORK/bad.yaml"

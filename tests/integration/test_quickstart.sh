@@ -19,7 +19,7 @@ assert len(trials) == 20, len(trials)
 for t in trials:
     assert t["state"] == "COMPLETED", t
     assert set(t["params"]) == {"lr", "hidden", "activation", "weight_decay", "epochs"}, t["params"]
-    assert set(t["metrics"]) == {"val_acc", "val_loss"}, t["metrics"]
+    assert set(t["metrics"]) == {"val_acc", "val_loss", "n_params"}, t["metrics"]
     assert t["objective"] == t["metrics"]["val_acc"], t
     assert t["step"] == 25 and t["report_count"] == 25, t
     assert t["backend_id"].startswith("local:pid="), t
@@ -41,7 +41,7 @@ assert len(rows) == 20 and "param.lr" in rows[0] and "metric.val_acc" in rows[0]
 print(f"20 trials completed, peak concurrency {peak}, best val_acc {best['objective']:.4f} (trial {best['trial_id']})")
 PYEOF
 n=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS")
-[ "$n" -eq 1000 ] || fail "expected 20 trials x 25 epochs x 2 metrics = 1000 report rows, found $n"
+[ "$n" -eq 1500 ] || fail "expected 20 trials x 25 epochs x 3 metrics = 1500 report rows, found $n"
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"
 [ "$(sql 'PRAGMA journal_mode')" = wal ] || fail "store is not in WAL mode"
-pass "quickstart sweep $id: 20 trials, 1000 report rows"
+pass "quickstart sweep $id: 20 trials, 1500 report rows"

@@ -122,6 +122,32 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sorted(df["origin"]), ["enqueued"] + ["sampled"] * 4)
         self.assertEqual(df.loc[df["origin"] == "enqueued", "x"].tolist(), [1.5])
 
+    def test_pareto_front(self):
+        # Two objectives: loss down and `other` (the step reached: 3 for every trial) down, so
+        # the front is the trials of the lowest loss; plus each trial's rank and feasibility.
+        spec = self.spec(trials=6)
+        del spec["objective"]
+        spec["objectives"] = [{"metric": "loss", "direction": "minimize"},
+                              {"metric": "other", "direction": "minimize"}]
+        spec["constraints"] = ["loss <= 1"]
+        spec["algorithm"] = "nsga2"
+        s = self.client.submit(spec)
+        st = s.wait(timeout=120)
+        self.assertEqual(st["objectives"], [("loss", "minimize"), ("other", "minimize")])
+        self.assertEqual(st["constraints"], ["loss <= 1"])
+        df = s.trials()
+        for col in ("pareto_rank", "on_front", "feasible"):
+            self.assertIn(col, df.columns)
+        front = s.pareto()
+        feasible = df[df["feasible"]]
+        self.assertEqual(len(front), st["pareto_front_size"])
+        self.assertEqual(set(front["trial_id"]),
+                         set(feasible[feasible["loss"] == feasible["loss"].min()]["trial_id"]))
+        self.assertTrue(0 < (~df["feasible"]).sum() < len(df))
+        self.assertTrue((df.loc[~df["feasible"], "pareto_rank"] > 0).all())
+        fig = s.plot("pareto")
+        self.assertEqual(len(fig.axes), 1)
+
     def test_ask_and_tell(self):
         s = self.client.submit({
             "name": "ext", "backend": "external", "external": {"timeout": "60s"},

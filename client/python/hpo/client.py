@@ -178,7 +178,11 @@ class Sweep:
                 "gpu_hours_budget": s.gpu_hours_budget or None,
                 "node_hours": s.node_seconds / 3600, "nodes_held": s.nodes_held,
                 "node_hours_budget": s.node_hours_budget or None,
-                "budget_seconds_left": s.budget_seconds_left or None}
+                "budget_seconds_left": s.budget_seconds_left or None,
+                "objectives": [(o.metric, "maximize" if o.direction == hpo_pb2.DIRECTION_MAXIMIZE
+                                else "minimize") for o in s.objectives],
+                "constraints": list(s.constraints),
+                "pareto_front_size": s.pareto_front_size}
 
     def _trials(self):
         return self.client._call("ListTrials", hpo_pb2.ListTrialsRequest(sweep_id=self.id)).trials
@@ -186,7 +190,9 @@ class Sweep:
     def trials(self):
         """One row per trial: id, number, state, every parameter, every last metric, objective,
         step, times, runtime, exit code, backend id, segment (a resumable trial's current run),
-        GPU-seconds and the interruptions that ended its earlier segments."""
+        GPU-seconds and the interruptions that ended its earlier segments; with several
+        objectives or constraints also pareto_rank (0: on the front; None: not ranked), on_front
+        and feasible."""
         import pandas as pd
         rows = []
         for t in self._trials():
@@ -203,12 +209,28 @@ class Sweep:
                                                   for s in t.segments),
                         "interruption": _interruption(t.interruption),
                         "origin": t.origin or "sampled", "message": t.message})
+            if len(t.objective_values):  # ranked by Pareto
+                row.update({"pareto_rank": t.pareto_rank if t.pareto_rank >= 0 else None,
+                            "on_front": t.pareto_rank == 0, "feasible": t.feasible})
             rows.append(row)
         df = pd.DataFrame(rows)
         if not df.empty:
             end = df["ended_at"].fillna(pd.Timestamp.now(tz="UTC"))
             df["runtime_s"] = (end - df["started_at"]).dt.total_seconds()
         return df
+
+    def pareto(self):
+        """The Pareto front of a sweep with several objectives (or constraints): its completed
+        trials that no other dominates, as trials() rows, by the first objective."""
+        import pandas as pd
+        front = {t.id for t in self.client._call(
+            "ListTrials", hpo_pb2.ListTrialsRequest(sweep_id=self.id, pareto=True)).trials}
+        df = self.trials()
+        if df.empty:
+            return df
+        first = self.status()["objectives"][0][0]
+        out = df[df["trial_id"].isin(front)]
+        return out.sort_values(first).reset_index(drop=True) if first in out else out
 
     def param_names(self):
         """The sweep's parameter names, sorted."""
@@ -222,8 +244,9 @@ class Sweep:
 
     def plot(self, kind="curves", path=None):
         """kind: curves (learning curves, stopped trials marked), objective (by trial number, with
-        the running best) or parallel (parameters coloured by objective). Returns the Figure;
-        saves a PNG when `path` is given."""
+        the running best), parallel (parameters coloured by objective), pareto (each pair of
+        objectives, the front marked) or hypervolume (of the front, as trials completed).
+        Returns the Figure; saves a PNG when `path` is given."""
         from hpo.plot import plot
         return plot(self, kind, path)
 

@@ -1,9 +1,59 @@
-"""Plots of a sweep with matplotlib: learning curves, objective by trial, parallel coordinates.
+"""Plots of a sweep with matplotlib: learning curves, objective by trial, parallel coordinates,
+and for several objectives the Pareto front and its hypervolume.
 
-    python3 -m hpo.plot SWEEP --kind curves|objective|parallel -o FILE.png
+    python3 -m hpo.plot SWEEP --kind curves|objective|parallel|pareto|hypervolume -o FILE.png
 """
 import argparse
 import sys
+
+
+KINDS = ["curves", "objective", "parallel", "pareto", "hypervolume"]
+
+
+def hypervolume(points, reference):
+    """The volume the points (rows, every objective minimized) dominate up to `reference`:
+    slices along the last objective, down to exact boxes in two dimensions."""
+    pts = [p for p in points if all(x < r for x, r in zip(p, reference))]
+    if not pts:
+        return 0.0
+    if len(reference) == 1:
+        return reference[0] - min(p[0] for p in pts)
+    if len(reference) == 2:
+        front, total = [], 0.0
+        for p in sorted(pts):
+            if not front or p[1] < front[-1][1]:
+                front.append(p)
+        for i, p in enumerate(front):
+            nxt = front[i + 1][0] if i + 1 < len(front) else reference[0]
+            total += (nxt - p[0]) * (reference[1] - p[1])
+        return total
+    pts.sort(key=lambda p: p[-1])
+    total = 0.0
+    for i, p in enumerate(pts):
+        top = pts[i + 1][-1] if i + 1 < len(pts) else reference[-1]
+        if top > p[-1]:
+            total += (top - p[-1]) * hypervolume([q[:-1] for q in pts[:i + 1]], reference[:-1])
+    return total
+
+
+def _minimized(sweep_status, trials):
+    """The completed feasible trials' objective values, every one turned to be minimized, in the
+    order the trials ended, with the reference point 10% of each range past the worst."""
+    objectives = sweep_status["objectives"]
+    names = [m for m, _ in objectives]
+    t = trials[trials["state"] == "COMPLETED"]
+    if "feasible" in t:
+        t = t[t["feasible"].astype(bool)]
+    t = t.dropna(subset=[n for n in names if n in t]).sort_values("ended_at")
+    if any(n not in t for n in names):
+        return t, [], []
+    rows = [[(-r[m] if d == "maximize" else r[m]) for m, d in objectives] for _, r in t.iterrows()]
+    ref = []
+    for j in range(len(names)):
+        col = [r[j] for r in rows]
+        lo, hi = (min(col), max(col)) if col else (0.0, 0.0)
+        ref.append(hi + 0.1 * (hi - lo) if hi > lo else hi + 1.0)
+    return t, rows, ref
 
 
 def plot(sweep, kind="curves", path=None):
@@ -67,8 +117,46 @@ def plot(sweep, kind="curves", path=None):
         sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(obj.min(), obj.max()))
         fig.colorbar(sm, ax=ax, label=metric)
         ax.set_title(f"sweep {status['id']}: parameters coloured by {metric}")
+    elif kind == "pareto":
+        objectives = status["objectives"]
+        if len(objectives) < 2:
+            raise ValueError("a Pareto plot needs a sweep with several objectives")
+        pairs = [(i, j) for i in range(len(objectives)) for j in range(i + 1, len(objectives))]
+        plt.close(fig)
+        fig, axes = plt.subplots(1, len(pairs), figsize=(6 * len(pairs), 5), squeeze=False)
+        done = trials[trials["state"] == "COMPLETED"]
+        front = done[done.get("on_front", False) == True]  # noqa: E712
+        infeasible = done[~done["feasible"].astype(bool)] if "feasible" in done else done[:0]
+        feasible = done.drop(infeasible.index)
+        for ax, (i, j) in zip(axes[0], pairs):
+            (mx, dx), (my, dy) = objectives[i], objectives[j]
+            ax.scatter(feasible[mx], feasible[my], s=14, color="tab:gray", alpha=0.6,
+                       label="completed")
+            if len(infeasible):
+                ax.scatter(infeasible[mx], infeasible[my], s=18, marker="x", color="tab:red",
+                           label="infeasible")
+            f = front.sort_values(mx)
+            ax.scatter(f[mx], f[my], s=30, color="tab:orange", label="Pareto front", zorder=3)
+            if len(objectives) == 2:
+                ax.step(f[mx], f[my], where="post" if (dx == "maximize") == (dy == "maximize")
+                        else "pre", color="tab:orange", alpha=0.7)
+            ax.set_xlabel(f"{mx} ({dx})")
+            ax.set_ylabel(f"{my} ({dy})")
+            ax.legend()
+        fig.suptitle(f"sweep {status['id']}: Pareto front of {len(front)} trial(s)")
+    elif kind == "hypervolume":
+        if len(status["objectives"]) < 2:
+            raise ValueError("a hypervolume plot needs a sweep with several objectives")
+        t, rows, ref = _minimized(status, trials)
+        volumes = [hypervolume(rows[:n + 1], ref) for n in range(len(rows))]
+        ax.step(range(1, len(volumes) + 1), volumes, where="post")
+        ax.set_xlabel("completed trials")
+        ax.set_ylabel("hypervolume")
+        shown = ", ".join(f"{m} {(-r if d == 'maximize' else r):.4g}"
+                          for (m, d), r in zip(status["objectives"], ref))
+        ax.set_title(f"sweep {status['id']}: hypervolume of the front (reference: {shown})")
     else:
-        raise ValueError(f"unknown plot kind {kind!r} (curves, objective, parallel)")
+        raise ValueError(f"unknown plot kind {kind!r} ({', '.join(KINDS)})")
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=100)
@@ -78,13 +166,13 @@ def plot(sweep, kind="curves", path=None):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="hpo plot", description="Plot a sweep to a PNG file.")
     p.add_argument("sweep", type=int)
-    p.add_argument("--kind", choices=["curves", "objective", "parallel"], default="curves")
+    p.add_argument("--kind", choices=KINDS, default="curves")
     p.add_argument("-o", "--output", required=True, help="PNG file to write")
     a = p.parse_args(argv)
     from hpo.client import Client, HpoError
     try:
         plot(Client().sweep(a.sweep), a.kind, a.output)
-    except HpoError as e:
+    except (HpoError, ValueError) as e:
         print(f"hpo plot: {e}", file=sys.stderr)
         return 1
     print(a.output)

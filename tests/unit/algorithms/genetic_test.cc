@@ -14,11 +14,13 @@ using namespace ::hpo::algorithms::testing;  // NOLINT
 
 SearchSpace Mixed() {
   SearchSpace s;
-  s.params.push_back({"lr", ParamType::kFloat, 1e-5, 1e-1, true, std::nullopt, {}, {}});
-  s.params.push_back({"units", ParamType::kInt, 8, 512, false, 8.0, {}, {}});
-  s.params.push_back({"layers", ParamType::kInt, 1, 6, false, std::nullopt, {}, {}});
-  s.params.push_back({"batch", ParamType::kInt, 16, 1024, true, std::nullopt, {}, {}});
-  s.params.push_back({"dropout", ParamType::kFloat, 0, 0.5, false, 0.05, {}, {}});
+  s.params.push_back(
+      {"lr", ParamType::kFloat, 1e-5, 1e-1, true, std::nullopt, {}, {}, std::nullopt});
+  s.params.push_back({"units", ParamType::kInt, 8, 512, false, 8.0, {}, {}, std::nullopt});
+  s.params.push_back({"layers", ParamType::kInt, 1, 6, false, std::nullopt, {}, {}, std::nullopt});
+  s.params.push_back(
+      {"batch", ParamType::kInt, 16, 1024, true, std::nullopt, {}, {}, std::nullopt});
+  s.params.push_back({"dropout", ParamType::kFloat, 0, 0.5, false, 0.05, {}, {}, std::nullopt});
   s.params.push_back({"act",
                       ParamType::kCategorical,
                       0,
@@ -26,8 +28,10 @@ SearchSpace Mixed() {
                       false,
                       std::nullopt,
                       {std::string("relu"), std::string("gelu"), std::string("tanh")},
-                      {}});
-  s.params.push_back({"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}});
+                      {},
+                      std::nullopt});
+  s.params.push_back(
+      {"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}, std::nullopt});
   return s;
 }
 
@@ -190,8 +194,10 @@ namespace {
 
 TEST(Pbt, StartsMembersThenContinuesOrExploits) {
   SearchSpace space;
-  space.params.push_back({"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}});
-  space.params.push_back({"layers", ParamType::kInt, 1, 8, false, std::nullopt, {}, {}});
+  space.params.push_back(
+      {"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}, std::nullopt});
+  space.params.push_back(
+      {"layers", ParamType::kInt, 1, 8, false, std::nullopt, {}, {}, std::nullopt});
   PbtSampler pbt({4, 0.25, 0.0, 0.2});
   std::vector<HistoryEntry> history;
   for (int64_t n = 0; n < 4; ++n) {
@@ -234,8 +240,9 @@ TEST(Pbt, StartsMembersThenContinuesOrExploits) {
 
 TEST(Pbt, ExploreKeepsBoundsAndTypes) {
   SearchSpace space;
-  space.params.push_back({"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}});
-  space.params.push_back({"units", ParamType::kInt, 8, 64, false, 8.0, {}, {}});
+  space.params.push_back(
+      {"lr", ParamType::kFloat, 1e-4, 1.0, true, std::nullopt, {}, {}, std::nullopt});
+  space.params.push_back({"units", ParamType::kInt, 8, 64, false, 8.0, {}, {}, std::nullopt});
   space.params.push_back({"act",
                           ParamType::kCategorical,
                           0,
@@ -243,7 +250,8 @@ TEST(Pbt, ExploreKeepsBoundsAndTypes) {
                           false,
                           std::nullopt,
                           {std::string("relu"), std::string("tanh")},
-                          {}});
+                          {},
+                          std::nullopt});
   Rng rng(4, 4);
   PbtOptions o{8, 0.25, 0.3, 0.2};
   for (const ParamDef& d : space.params) {

@@ -9,8 +9,8 @@ namespace {
 
 SearchSpace MixedSpace() {
   SearchSpace s;
-  ParamDef lr{"lr", ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}};
-  ParamDef units{"units", ParamType::kInt, 16, 256, false, 16.0, {}, {}};
+  ParamDef lr{"lr", ParamType::kFloat, 1e-4, 1e-1, true, std::nullopt, {}, {}, std::nullopt};
+  ParamDef units{"units", ParamType::kInt, 16, 256, false, 16.0, {}, {}, std::nullopt};
   ParamDef act{"act",
                ParamType::kCategorical,
                0,
@@ -18,9 +18,11 @@ SearchSpace MixedSpace() {
                false,
                std::nullopt,
                {std::string("relu"), std::string("tanh"), true},
-               {}};
-  ParamDef epochs{"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}};
-  ParamDef drop{"drop", ParamType::kFloat, 0.0, 0.5, false, 0.1, {}, {}};
+               {},
+               std::nullopt};
+  ParamDef epochs{"epochs", ParamType::kFixed, 0,           0, false, std::nullopt,
+                  {},       int64_t{10},       std::nullopt};
+  ParamDef drop{"drop", ParamType::kFloat, 0.0, 0.5, false, 0.1, {}, {}, std::nullopt};
   s.params = {lr, units, act, epochs, drop};
   return s;
 }
@@ -81,7 +83,8 @@ TEST(RandomSampler, LogScaleCoversDecades) {
 
 TEST(GridSampler, EnumeratesTheProductThenEnds) {
   SearchSpace s;
-  s.params.push_back({"lr", ParamType::kFloat, 0.001, 0.1, true, std::nullopt, {}, {}});
+  s.params.push_back(
+      {"lr", ParamType::kFloat, 0.001, 0.1, true, std::nullopt, {}, {}, std::nullopt});
   s.params.push_back({"act",
                       ParamType::kCategorical,
                       0,
@@ -89,8 +92,9 @@ TEST(GridSampler, EnumeratesTheProductThenEnds) {
                       false,
                       std::nullopt,
                       {std::string("a"), std::string("b")},
-                      {}});
-  s.params.push_back({"layers", ParamType::kInt, 1, 3, false, std::nullopt, {}, {}});
+                      {},
+                      std::nullopt});
+  s.params.push_back({"layers", ParamType::kInt, 1, 3, false, std::nullopt, {}, {}, std::nullopt});
   GridSampler grid(s, 3, false);
   ASSERT_EQ(*grid.Capacity(s), 3 * 2 * 3);
   std::set<std::string> seen;
@@ -110,7 +114,7 @@ TEST(GridSampler, EnumeratesTheProductThenEnds) {
 
 TEST(GridSampler, ShuffleIsAPermutation) {
   SearchSpace s;
-  s.params.push_back({"x", ParamType::kInt, 0, 99, false, std::nullopt, {}, {}});
+  s.params.push_back({"x", ParamType::kInt, 0, 99, false, std::nullopt, {}, {}, std::nullopt});
   GridSampler grid(s, 100, true);
   std::set<int64_t> seen;
   for (int64_t n = 0; n < 100; ++n)

@@ -23,7 +23,7 @@ struct Trials {
   std::vector<const Curve*> Others(size_t self) {
     curves.clear();
     for (size_t i = 0; i < points.size(); ++i)
-      curves.push_back({numbers[i], {points[i].data(), points[i].size()}, false});
+      curves.push_back({numbers[i], {points[i].data(), points[i].size()}, false, {}});
     std::vector<const Curve*> out;
     for (size_t i = 0; i < curves.size(); ++i) {
       if (i != self) out.push_back(&curves[i]);
@@ -33,7 +33,7 @@ struct Trials {
   template <typename PureStopper>
   Decision Decide(const PureStopper& s, size_t self, Direction d = Direction::kMinimize) {
     auto others = Others(self);
-    Curve mine{numbers[self], {points[self].data(), points[self].size()}, false};
+    Curve mine{numbers[self], {points[self].data(), points[self].size()}, false, {}};
     return s.Decide(mine, others, d).decision;
   }
 };
@@ -169,7 +169,7 @@ TEST(Median, IncrementalDecidesAsThePureForm) {
           double value = static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 5));
           t.points[i].emplace_back(step, value);
           Decision a = t.Decide(pure, i, d);
-          Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
+          Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false, {}};
           Decision b = incremental.Observe(mine, d).decision;
           if (after_stop[i] > 0) {
             --after_stop[i];  // told to stop already: only its values matter
@@ -252,7 +252,7 @@ TEST(Asha, IncrementalDecidesAsThePureForm) {
                 static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));  // ties
             t.points[i].emplace_back(step, value);
             Decision a = t.Decide(pure, i, d);
-            Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false};
+            Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false, {}};
             Decision b = incremental.Observe(mine, d).decision;
             ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " bootstrap "
                             << bootstrap << " trial " << i << " step " << step;

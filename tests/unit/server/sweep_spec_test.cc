@@ -253,6 +253,78 @@ TEST(SweepSpec, CheckpointAndTimeLimits) {
   EXPECT_THAT(e[1], HasSubstr("6:13: checkpoint must be a mapping"));
 }
 
+TEST(SweepSpec, ObjectivesAndConstraints) {
+  const std::string base = "parameters: {x: [1, 2]}\ncommand: x\n";
+  ParseResult r = ParseSweepSpec(base +
+                                     "objectives:\n"
+                                     "  - {metric: val_acc, direction: maximize}\n"
+                                     "  - {metric: hpo.gpu_hours, direction: min}\n"
+                                     "constraints: [\"latency_ms <= 20\", \"hpo.runtime_s>=1.5\"]\n"
+                                     "algorithm: nsga2\nearly_stopping: asha\n"
+                                     "budget: {max_trials: 10}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& spec = *r.spec;
+  ASSERT_EQ(spec.objectives.size(), 2u);
+  EXPECT_EQ(spec.objective.metric, "val_acc") << "the first, for single-objective parts";
+  EXPECT_EQ(spec.objectives[1].metric, "hpo.gpu_hours");
+  EXPECT_EQ(spec.objectives[1].direction, algorithms::Direction::kMinimize);
+  ASSERT_EQ(spec.constraints.size(), 2u);
+  EXPECT_EQ(spec.constraints[0].Text(), "latency_ms <= 20");
+  EXPECT_FALSE(spec.constraints[1].at_most);
+  EXPECT_EQ(spec.constraints[1].Violation(1.0), 0.5);
+  EXPECT_EQ(spec.constraints[0].Violation(19), 0.0);
+  EXPECT_TRUE(spec.Pareto());
+  EXPECT_TRUE(spec.Uses("hpo.runtime_s"));
+  EXPECT_EQ(r.sampler->Name(), "nsga2");
+  EXPECT_EQ(spec.algorithm.nsga2_crossover_rate, 0.9);
+  // One objective with a constraint is ranked by Pareto too.
+  r = ParseSweepSpec(base +
+                         "objective: {metric: m, direction: min}\nconstraints: [\"m >= 0\"]\n"
+                         "algorithm: grid\n",
+                     "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_TRUE(r.spec->Pareto());
+
+  auto e = Errors(base +
+                  "objective: {metric: m, direction: min}\n"
+                  "objectives: [{metric: m, direction: min}]\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:13: give objective (one) or objectives (several), not both"));
+  e = Errors(base +
+             "objectives:\n  - {metric: a, direction: up}\n  - {metric: hpo.flops, direction: "
+             "min}\n  - {metric: a, direction: max}\n  - {metric: b}\n");
+  ASSERT_EQ(e.size(), 4u) << e[0];
+  EXPECT_THAT(e[0],
+              HasSubstr("4:28: objectives[1] direction must be minimize or maximize, not 'up'"));
+  EXPECT_THAT(e[1], HasSubstr("5:14: objectives[2] metric 'hpo.flops': names under hpo. are the "
+                              "metrics hpod measures: hpo.runtime_s, hpo.gpu_hours"));
+  EXPECT_THAT(e[2], HasSubstr("6:14: objectives[3]: a twice"));
+  EXPECT_THAT(e[3], HasSubstr("7:5: objectives[4] needs direction"));
+  e = Errors(base + "objective: {metric: hpo.runtime_s, direction: min}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("3:21: objective metric 'hpo.runtime_s' is measured by hpod: it can "
+                              "be one of several objectives"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "constraints: [\"a < 3\", \"b <= x\", 7]\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("4:15: constraints[1] 'a < 3' must read METRIC <= NUMBER"));
+  EXPECT_THAT(e[1], HasSubstr("4:24: constraints[2]: 'x' is not a finite number"));
+  EXPECT_THAT(e[2], HasSubstr("4:34: constraints[3] '7' must read"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "algorithm: genetic\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("genetic ranks trials by one objective; with several objectives or "
+                              "constraints use nsga2, tpe"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "early_stopping: median\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:17: early_stopping median compares one objective"));
+}
+
 TEST(SweepSpec, GpuHourBudget) {
   ParseResult r = ParseSweepSpec(
       "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
