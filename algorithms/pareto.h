@@ -10,8 +10,8 @@
 // one dominates the other when it is no worse in every objective and better in one.
 //
 // Pure functions, thread-compatible. Costs: NonDominatedRanks is O(n log n) for one or two
-// objectives and O(k n^2) beyond; Hypervolume is O(n log n) in two dimensions and grows by a
-// factor n per dimension beyond (meant for fronts of hundreds of points).
+// objectives and O(k n^2) beyond; Hypervolume is O(n log n) in two and three dimensions and
+// grows by a factor n per dimension beyond (meant for fronts of hundreds of points).
 
 #include <cstddef>
 #include <span>

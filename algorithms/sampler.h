@@ -35,6 +35,9 @@ struct HistoryEntry {
   std::vector<double> values = {};
   double violation = 0;  // how far it missed the sweep's constraints; 0: met (or none)
   bool stopped = false;  // early stopping ended it: its values are those of a shorter run
+  // Pareto ranking with curves: per point of `curve`, every objective's value and the point's
+  // violation (Curve::vectors), for finished and running trials alike; null otherwise.
+  const std::vector<double>* vectors = nullptr;
 };
 
 // What SuggestRequest::objectives holds for an entry: its objective once it finished with a

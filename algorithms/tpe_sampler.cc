@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <span>
 
 #include "algorithms/random_sampler.h"
 #include "algorithms/rng.h"
@@ -279,19 +280,52 @@ size_t TpeSampler::Good(size_t n) {
 }
 
 std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& req) {
-  std::vector<const HistoryEntry*> entries;
-  Points points = CompletedPoints(req, entries);
-  std::vector<const HistoryEntry*> stopped;
+  const std::vector<Direction>& directions = *req.directions;
+  const size_t width = directions.size() + 1;  // a point's values and violation
+  // With curves, trials are compared at one step (as with one objective): the furthest that at
+  // least half of those that reported reached; without, the trials that ran to their end.
+  std::vector<const HistoryEntry*> entries, behind;
+  Points points;
+  points.k = directions.size();
+  std::vector<int64_t> reached;
   for (const HistoryEntry& h : *req.history) {
-    if (h.finished && h.stopped && req.space->Contains(h.params)) stopped.push_back(&h);
+    if (h.vectors != nullptr && h.curve != nullptr && !h.curve->empty() &&
+        h.vectors->size() == h.curve->size() * width && req.space->Contains(h.params)) {
+      reached.push_back(h.curve->back().first);
+    }
   }
-  auto reached = [](const HistoryEntry* h) {
+  if (!reached.empty()) {
+    size_t half = (reached.size() - 1) / 2;
+    std::nth_element(reached.begin(), reached.begin() + static_cast<ptrdiff_t>(half), reached.end(),
+                     std::greater<>());
+    int64_t step = reached[half];
+    for (const HistoryEntry& h : *req.history) {
+      if (h.vectors == nullptr || h.curve == nullptr || h.curve->empty() ||
+          h.vectors->size() != h.curve->size() * width || !req.space->Contains(h.params)) {
+        continue;
+      }
+      if (h.curve->back().first < step) {  // a running trial short of it is not known to be bad
+        if (h.finished) behind.push_back(&h);
+        continue;
+      }
+      size_t at = 0;
+      while ((*h.curve)[at].first < step) ++at;
+      std::span<const double> v(h.vectors->data() + at * width, width);
+      points.Add(v.first(directions.size()), directions, v.back());
+      entries.push_back(&h);
+    }
+  } else {
+    points = CompletedPoints(req, entries);
+    for (const HistoryEntry& h : *req.history) {
+      if (h.finished && h.stopped && req.space->Contains(h.params)) behind.push_back(&h);
+    }
+  }
+  auto got = [](const HistoryEntry* h) {
     return h->curve != nullptr && !h->curve->empty() ? h->curve->back().first : int64_t{0};
   };
-  std::stable_sort(
-      stopped.begin(), stopped.end(),
-      [&](const HistoryEntry* a, const HistoryEntry* b) { return reached(a) > reached(b); });
-  size_t n_good = Good(entries.size() + stopped.size());
+  std::stable_sort(behind.begin(), behind.end(),
+                   [&](const HistoryEntry* a, const HistoryEntry* b) { return got(a) > got(b); });
+  size_t n_good = Good(entries.size() + behind.size());
   std::vector<const HistoryEntry*> out;
   std::vector<int> ranks = NonDominatedRanks(points);
   // The reference point: 10% of each objective's range past its worst feasible value.
@@ -331,7 +365,7 @@ std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& r
     for (size_t i : chosen) out.push_back(entries[i]);
     for (size_t i : left) out.push_back(entries[i]);
   }
-  out.insert(out.end(), stopped.begin(), stopped.end());
+  out.insert(out.end(), behind.begin(), behind.end());
   return out;
 }
 

@@ -13,11 +13,14 @@
 // trial that has reported, running or not, compared at the furthest step at least half of them
 // reached; else the finished trials by their objective.
 //
-// Several objectives (multi-objective TPE, Ozaki et al., 2020): the trials that ran to their end
-// are ranked by constrained non-dominated sorting; the good ones are the first gamma(n) of them,
-// and where that cut goes through a front, the members of that front that add the most
-// hypervolume come first (greedy hypervolume subset selection, the reference point 10% past the
-// worst value of each objective). Trials stopped early follow, those that got furthest first.
+// Several objectives or constraints (multi-objective TPE, Ozaki et al., 2020): the trials are
+// ranked by constrained non-dominated sorting — with curves (a stopper), every trial that has
+// reported, compared at the furthest step at least half of them reached, as above; without, the
+// trials that ran to their end. The good ones are the first gamma(n), and where that cut goes
+// through a front, the members of that front that add the most hypervolume come first (greedy
+// hypervolume subset selection, the reference point 10% past the worst value of each
+// objective). Trials that ended short of the step (or were stopped early) follow, those that got
+// furthest first.
 //
 // Deterministic in (seed, trial number, history); no state.
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Real learning curves for bench/search_quality: scikit-learn's MLP on the digits data set that
 Debian's python3-sklearn ships, validation accuracy after every epoch, over a full grid of
-hyperparameters. Run once; the repository keeps the output (bench/data/digits_mlp_curves.csv).
+hyperparameters, in search_quality's table format (bench/README.md). Run once; the repository
+keeps the output (bench/data/digits_mlp_curves.csv).
 
     /usr/bin/python3 bench/make_curves.py [--out bench/data/digits_mlp_curves.csv]
 """
@@ -39,9 +40,12 @@ def main():
     xt, yt = scaler.transform(x[n_val:]), y[n_val:]
     t0 = time.time()
     with open(a.out, "w") as out:
-        out.write("# scikit-learn MLPClassifier (adam, one hidden layer) on sklearn.datasets.load_digits:\n")
-        out.write(f"# {len(yt)} training / {len(yv)} validation images; val_acc after each of {EPOCHS} epochs.\n")
-        out.write("# Made by bench/make_curves.py.\n")
+        out.write("# hpod search-quality table: scikit-learn MLPClassifier (adam, one hidden layer) on\n")
+        out.write(f"# sklearn.datasets.load_digits: {len(yt)} training / {len(yv)} validation images; val_acc after each of\n")
+        out.write(f"# {EPOCHS} epochs. Made by bench/make_curves.py.\n")
+        out.write("# name scikit-learn MLP on digits (real learning curves, 180 configurations)\n")
+        out.write("# param lr float log\n# param hidden int log\n# param alpha float log\n")
+        out.write("# param batch categorical\n# step epoch\n# metric val_acc maximize\n")
         out.write("config,lr,hidden,alpha,batch,epoch,val_acc\n")
         for config, (lr, hidden, alpha, batch) in enumerate(itertools.product(*GRID.values())):
             # warm_start + max_iter=1: each fit() is one more epoch of sklearn's own shuffled

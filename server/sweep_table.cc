@@ -60,6 +60,9 @@ TrialRuntime& SweepTable::AddTrial(SweepRuntime& sweep, std::unique_ptr<TrialRun
   trials_by_id_[rec.id] = {&sweep, &t};
   sweep.history.push_back({rec.number, rec.params, v1::IsFinal(rec.state), rec.objective,
                            rec.parent, rec.lineage, sweep.plan.keeps_curves ? &t.curve : nullptr});
+  if (sweep.plan.keeps_curves && !sweep.plan.directions.empty()) {
+    sweep.history.back().vectors = &t.vectors;
+  }
   sweep.objectives.push_back(algorithms::ObjectiveColumn(sweep.history.back()));
   sweep.trials.push_back(std::move(trial));
   if (v1::IsFinal(rec.state)) {

@@ -149,21 +149,25 @@ void ChangeCommands::Extend() {
   }
   if (extend_.concurrent < 0) return usage("--concurrent: give a number above 0");
   req.set_max_concurrent(extend_.concurrent);
-  if (!extend_.gpu_hours.empty()) {
+  // --gpu-hours, --node-hours: X or +X, into the request's pair of fields.
+  auto hours = [&](const std::string& text, const char* flag, const char* unit, auto set_to,
+                   auto add_to) {
     double set = 0, add = 0;
-    if (!SetOrAdd(extend_.gpu_hours, set, add)) {
-      return usage("--gpu-hours " + extend_.gpu_hours + ": give GPU-hours X or +X, above 0");
+    if (text.empty()) return true;
+    if (!SetOrAdd(text, set, add)) {
+      usage(absl::StrCat(flag, " ", text, ": give ", unit, " X or +X, above 0"));
+      return false;
     }
-    req.set_gpu_hours(set);
-    req.set_add_gpu_hours(add);
-  }
-  if (!extend_.node_hours.empty()) {
-    double set = 0, add = 0;
-    if (!SetOrAdd(extend_.node_hours, set, add)) {
-      return usage("--node-hours " + extend_.node_hours + ": give node-hours X or +X, above 0");
-    }
-    req.set_node_hours(set);
-    req.set_add_node_hours(add);
+    (req.*set_to)(set);
+    (req.*add_to)(add);
+    return true;
+  };
+  if (!hours(extend_.gpu_hours, "--gpu-hours", "GPU-hours", &v1::ExtendSweepRequest::set_gpu_hours,
+             &v1::ExtendSweepRequest::set_add_gpu_hours) ||
+      !hours(extend_.node_hours, "--node-hours", "node-hours",
+             &v1::ExtendSweepRequest::set_node_hours,
+             &v1::ExtendSweepRequest::set_add_node_hours)) {
+    return;
   }
   auto c = Connect();
   absl::StatusOr<v1::Sweep> sweep = c->Extend(req);

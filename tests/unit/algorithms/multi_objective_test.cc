@@ -104,6 +104,46 @@ TEST(MultiObjectiveTpe, BeatsRandomSearchOnZdt1) {
   EXPECT_EQ(Sweep(tpe, 200, 2), a);
 }
 
+// Under early stopping TPE learns from the trials that reported, running ones included, compared
+// at one step: twelve trials at step 3 with none finished are enough to leave its random start.
+TEST(MultiObjectiveTpe, LearnsFromCurvesAtOneStep) {
+  SearchSpace space = Unit(2);
+  std::vector<std::vector<std::pair<int64_t, double>>> curves(12);
+  std::vector<std::vector<double>> vectors(12);
+  std::vector<HistoryEntry> history;
+  RandomSampler random;
+  for (int t = 0; t < 12; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = &history;
+    r.trial_number = t;
+    r.seed = 3;
+    HistoryEntry h;
+    h.number = t;
+    h.params = **random.Suggest(r);
+    for (int64_t step = 1; step <= 3; ++step) {
+      double f1 = std::get<double>(h.params["x0"]), f2 = 1 - f1 + std::get<double>(h.params["x1"]);
+      curves[t].emplace_back(step, f1);
+      vectors[t].insert(vectors[t].end(), {f1, f2, 0.0});
+    }
+    history.push_back(h);
+  }
+  for (int t = 0; t < 12; ++t) {
+    history[t].curve = &curves[t];
+    history[t].vectors = &vectors[t];
+  }
+  SuggestRequest req;
+  req.space = &space;
+  req.history = &history;
+  req.trial_number = 12;
+  req.seed = 3;
+  req.directions = &kMinMin;
+  auto tpe = TpeSampler({10, 24, true}).Suggest(req);
+  auto rnd = RandomSampler().Suggest(req);
+  ASSERT_TRUE(tpe.ok() && rnd.ok());
+  EXPECT_NE(**tpe, **rnd) << "still the random start";
+}
+
 // --- multi-objective ASHA
 
 struct MoTrials {
