@@ -183,6 +183,9 @@ class Capacity {
   virtual bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) = 0;
   // Number of trials the backend is running.
   virtual int Running() const = 0;
+  // GPUs it could hand to a trial now and none holds (the local pool's); 0 where capacity
+  // comes in allocations (their idle GPUs are counted from the sweeps' usage).
+  virtual int FreeGpus() const { return 0; }
   // Capacity for summaries ("4 GPUs, 8 CPUs").
   virtual std::string Describe() const = 0;
 };

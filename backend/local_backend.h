@@ -48,6 +48,7 @@ class LocalBackend final : public Backend {
                                    const std::string& gpus) override;
   void Reclaim(int64_t trial_id, const std::string& backend_id) override;
   int Running() const override { return static_cast<int>(children_.size() + queued_.size()); }
+  int FreeGpus() const override { return pool_.free_gpus(); }
   std::string Describe() const override;
   void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
 

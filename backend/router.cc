@@ -88,6 +88,12 @@ absl::Status Router::Stop(int64_t trial_id, absl::Duration grace) {
   return it->second->Stop(trial_id, grace);
 }
 
+int Router::FreeGpus() const {
+  int n = 0;
+  for (const auto& b : backends_) n += b->FreeGpus();
+  return n;
+}
+
 void Router::Act() {
   for (const auto& b : backends_) b->Act();
 }

@@ -35,6 +35,7 @@ class Router final : public Backend {
   [[nodiscard]] absl::Status CheckFits(const Resources& r, const Placement& p) override;
   bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) override;
   int Running() const override;
+  int FreeGpus() const override;
   std::string Describe() const override;
 
   // Lifecycle.

@@ -63,6 +63,7 @@ class SimulatedBackend final : public Backend {
   void SweepReopened(int64_t sweep_id) override { ended_sweeps_.erase(sweep_id); }
   void set_allocations(AllocationModel model) { model_ = model; }
   int Running() const override { return static_cast<int>(trials_.size()); }
+  int FreeGpus() const override { return pool_.free_gpus(); }
   std::string Describe() const override;
 
   // Every LaunchSpec seen, in order (for assertions); not kept after keep_launched(false), so

@@ -37,7 +37,7 @@ finish() {
 trap finish EXIT
 if [ -z "${SLURM_CONF:-}" ]; then
   CLUSTER=$WORK/cluster
-  eval "$(bash "$SRC/scripts/slurm-cluster.sh" up --nodes 1 --gpus 4 --cpus 8 --dir "$CLUSTER" --port $((20000 + $$ % 20000)))"
+  eval "$(bash "$SRC/scripts/slurm-cluster.sh" up --nodes 1 --gpus 4 --cpus 8 --dir "$CLUSTER" --port $((20000 + $$ % 12000)))"
   export SLURM_CONF
 fi
 mkdir -p "$HPO_DATA_DIR"

@@ -183,7 +183,11 @@ absl::StatusOr<std::vector<v1::Trial>> Client::ListTrials(const v1::ListTrialsRe
   HPO_UNARY(GetTrial, req, resp)
 }
 absl::StatusOr<v1::TailTrialLogResponse> Client::TailLog(const v1::TailTrialLogRequest& req){
-    HPO_UNARY(TailTrialLog, req, resp)}
+    HPO_UNARY(TailTrialLog, req,
+              resp)} absl::StatusOr<v1::DashboardLoginResponse> Client::DashboardLogin() {
+  v1::DashboardLoginRequest req;
+  HPO_UNARY(DashboardLogin, req, resp)
+}
 #undef HPO_UNARY
 
 absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,

@@ -51,6 +51,8 @@ class Client {
                                                               bool include_reports);
   [[nodiscard]] absl::StatusOr<v1::TailTrialLogResponse> TailLog(
       const v1::TailTrialLogRequest& req);
+  // A one-time login link to hpod's web dashboard.
+  [[nodiscard]] absl::StatusOr<v1::DashboardLoginResponse> DashboardLogin();
   // Streams events after `since_seq` to `on_event` until the sweep ends (OK), `on_event`
   // returns false (CANCELLED), `timeout` passes (DEADLINE_EXCEEDED) or the stream breaks (its
   // status).

@@ -21,6 +21,8 @@ class DataDir {
   std::string socket_path() const { return File(layout::kSocket); }
   std::string endpoint_path() const { return File(layout::kEndpoint); }
   std::string tcp_port_path() const { return File(layout::kTcpPort); }
+  std::string dashboard_path() const { return File(layout::kDashboard); }
+  std::string dashboard_port_path() const { return File(layout::kDashboardPort); }
   std::string token_path() const { return File(layout::kToken); }
   // Other users' tokens for a shared daemon: users/NAME.token (server/auth.h).
   std::string users_dir() const { return File(layout::kUsersDir); }

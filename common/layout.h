@@ -28,6 +28,9 @@ inline constexpr char kDatabase[] = "hpod.db";
 inline constexpr char kSocket[] = "hpod.sock";
 inline constexpr char kEndpoint[] = "endpoint";
 inline constexpr char kTcpPort[] = "tcp_port";
+// The dashboard's URL while hpod runs, and the port it had (asked for again at the next start).
+inline constexpr char kDashboard[] = "dashboard";
+inline constexpr char kDashboardPort[] = "dashboard_port";
 inline constexpr char kToken[] = "token";
 inline constexpr char kUsersDir[] = "users";
 inline constexpr char kUserTokenSuffix[] = ".token";

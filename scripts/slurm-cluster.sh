@@ -129,6 +129,10 @@ EOF
   if [ "$idle" -ne "$NODES" ]; then
     sinfo -N 2>&1 >&2 || true
     tail -n 20 "$DIR/log/slurmctld.log" >&2 2>/dev/null || true
+    for i in $(seq 1 "$NODES"); do
+      echo "--- slurmd n$i" >&2
+      tail -n 10 "$DIR/log/slurmd.n$i.out" "$DIR"/log/slurmd*n$i*.log >&2 2>/dev/null || true
+    done
     down
     die "the nodes did not become idle"
   fi

@@ -104,6 +104,7 @@ void BatchLoop::Loop() {
 }
 
 void BatchLoop::RunBatch(std::vector<Work>& batch, bool tick) {
+  auto started = std::chrono::steady_clock::now();
   absl::Status begin = store_.Begin();
   if (!begin.ok()) spdlog::error("store: {}", begin.ToString());
   std::vector<Done> dones;
@@ -113,6 +114,10 @@ void BatchLoop::RunBatch(std::vector<Work>& batch, bool tick) {
   }
   if (tick && hooks_.tick) hooks_.tick();
   absl::Status commit = begin.ok() ? store_.Commit() : begin;
+  if (hooks_.measured) {
+    hooks_.measured(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
   if (hooks_.committed) hooks_.committed(commit);
   if (dones.empty()) return;
   if (!completer_.joinable()) {  // RunOnce: complete inline

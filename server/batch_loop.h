@@ -34,6 +34,7 @@ class BatchLoop {
   struct Hooks {
     std::function<void()> tick;                                 // inside the transaction
     std::function<void(const absl::Status& commit)> committed;  // after the commit
+    std::function<void(double seconds)> measured;  // a batch's duration, start to commit
   };
 
   BatchLoop(Store& store, const Clock& clock, absl::Duration tick, Hooks hooks);

@@ -27,11 +27,16 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
       events_(store),
       lifecycle_(options, table_, store, backend, files, events_, clock),
       intake_(table_, store, lifecycle_, clock),
-      loop_(store, clock, options.tick,
-            {[this] { lifecycle_.Tick(); },
-             [this](const absl::Status& commit) { Committed(commit); }}) {}
+      loop_(
+          store, clock, options.tick,
+          {[this] { lifecycle_.Tick(); }, [this](const absl::Status& commit) { Committed(commit); },
+           [this](double seconds) { metrics_.ObserveBatch(seconds); }}) {}
 
 Controller::~Controller() { Shutdown(); }
+
+std::string Controller::MetricsText() const {
+  return metrics_.Text(table_, backend_, clock_.Now());
+}
 
 absl::Status Controller::Recover() {
   absl::Status s = Recovery(table_, store_, backend_, lifecycle_, events_, clock_).Run();

@@ -33,7 +33,9 @@
 #include "hpo/v1/hpo.pb.h"
 #include "server/auth.h"
 #include "server/batch_loop.h"
+#include "server/dashboard_data.h"
 #include "server/event_publisher.h"
+#include "server/metrics.h"
 #include "server/report_intake.h"
 #include "server/store.h"
 #include "server/sweep_table.h"
@@ -117,6 +119,13 @@ class Controller {
                                    std::shared_ptr<EventSink> sink);
   // True when no sweep is RUNNING or PAUSED.
   bool AllSweepsEnded() const { return table_.AllEnded(); }
+  // The dashboard's reads of this controller's memory and store, as of now.
+  DashboardData Dashboard() const { return DashboardData(table_, store_, clock_.Now()); }
+  // Prometheus's text of the counters and the gauges as of now (server/metrics.h).
+  std::string MetricsText() const;
+
+  // Thread-safe: what the report services measure.
+  Metrics& metrics() { return metrics_; }
 
  private:
   // After every commit: events go out, and a change in whether hpod can write is logged.
@@ -144,6 +153,7 @@ class Controller {
   backend::Backend& backend_;
   TrialFiles& files_;
   const Clock& clock_;
+  Metrics metrics_;
   SweepTable table_;
   EventPublisher events_;
   TrialLifecycle lifecycle_;

@@ -1,6 +1,7 @@
 #include "server/hpo_service.h"
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 
 #include "absl/base/thread_annotations.h"
@@ -17,6 +18,10 @@ namespace hpo::server {
 namespace {
 
 constexpr size_t kMaxWatchBacklog = 200'000;  // events queued for one slow watcher
+
+double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 // Streams events to one client. Owned by gRPC (deleted in OnDone); the controller reaches it
 // through a WatchSink that forgets it when the call is done.
@@ -131,15 +136,17 @@ class ReportStreamReactor final
       End(grpc::Status::OK);
       return;
     }
-    controller_.Post([this]() -> Controller::Done {
+    auto received = std::chrono::steady_clock::now();
+    controller_.Post([this, received]() -> Controller::Done {
       auto r = controller_.Report(req_, token_);
       absl::Status s = r.status();
       if (r.ok()) resp_ = std::move(*r);
-      return [this, s](const absl::Status& commit) {
+      return [this, s, received](const absl::Status& commit) {
         absl::Status final = s.ok() ? commit : s;
         if (!final.ok()) {
           End(ToGrpc(final));
         } else {
+          controller_.metrics().ObserveReport(SecondsSince(received));
           StartWrite(&resp_);
         }
       };
@@ -409,6 +416,24 @@ grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerConte
   return reactor;
 }
 
+grpc::ServerUnaryReactor* HpoServiceImpl::DashboardLogin(grpc::CallbackServerContext* ctx,
+                                                         const v1::DashboardLoginRequest*,
+                                                         v1::DashboardLoginResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = Authorized(ctx, reactor);
+  if (!caller) return reactor;
+  if (!dashboard_login_) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 "this hpod serves no dashboard (it was started with "
+                                 "--dashboard none)"));
+    return reactor;
+  }
+  resp->set_url(dashboard_login_(*caller));
+  resp->set_valid_seconds(300);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackServerContext* ctx,
                                                                 const v1::WatchSweepRequest* req) {
   auto* reactor = new WatchReactor();
@@ -434,13 +459,17 @@ grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext*
                                                     v1::ReportResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::string token = BearerToken(*ctx);
-  controller_.Post([this, reactor, req, resp, token = std::move(token)]() -> Controller::Done {
-    auto r = controller_.Report(*req, token);
-    absl::Status s = r.status();
-    if (r.ok()) *resp = std::move(*r);
-    return
-        [reactor, s](const absl::Status& commit) { reactor->Finish(ToGrpc(s.ok() ? commit : s)); };
-  });
+  auto received = std::chrono::steady_clock::now();
+  controller_.Post(
+      [this, reactor, req, resp, token = std::move(token), received]() -> Controller::Done {
+        auto r = controller_.Report(*req, token);
+        absl::Status s = r.status();
+        if (r.ok()) *resp = std::move(*r);
+        return [this, reactor, s, received](const absl::Status& commit) {
+          if (s.ok() && commit.ok()) controller_.metrics().ObserveReport(SecondsSince(received));
+          reactor->Finish(ToGrpc(s.ok() ? commit : s));
+        };
+      });
   return reactor;
 }
 

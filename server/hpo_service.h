@@ -72,6 +72,14 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
                                          v1::TailTrialLogResponse* resp) override;
   grpc::ServerWriteReactor<v1::Event>* WatchSweep(grpc::CallbackServerContext* ctx,
                                                   const v1::WatchSweepRequest* req) override;
+  grpc::ServerUnaryReactor* DashboardLogin(grpc::CallbackServerContext* ctx,
+                                           const v1::DashboardLoginRequest* req,
+                                           v1::DashboardLoginResponse* resp) override;
+  // How DashboardLogin makes a login link for a caller (the dashboard's IssueLogin); unset: this
+  // hpod serves no dashboard.
+  void set_dashboard_login(std::function<std::string(const Caller&)> login) {
+    dashboard_login_ = std::move(login);
+  }
 
  private:
   // The caller, or nullopt after finishing `reactor` with UNAUTHENTICATED.
@@ -90,6 +98,7 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   Controller& controller_;
   TrialFiles& files_;
   std::unique_ptr<TokenTable> tokens_;
+  std::function<std::string(const Caller&)> dashboard_login_;
 };
 
 class ReportServiceImpl final : public v1::ReportService::CallbackService {

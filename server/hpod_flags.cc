@@ -23,6 +23,11 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "TCP address for trials and remote clients (host:port; port 0 picks one; "
                  "'none' for the Unix socket only)")
       ->capture_default_str();
+  app.add_option("--dashboard", f.dashboard,
+                 "HTTP address of the web dashboard and /metrics (host:port; port 0 picks one, "
+                 "kept for the next start; 'none' for no dashboard). Keep it on loopback: reach it "
+                 "through `ssh -L` or a reverse proxy (docs/dashboard.md)")
+      ->capture_default_str();
   app.add_option("--gpus", f.gpus,
                  "local backend: GPUs to hand out (default: as many as `nvidia-smi -L` lists)");
   app.add_option("--cpus", f.cpus, "local backend: CPU slots to hand out (default: online CPUs)");
@@ -32,6 +37,11 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       ->capture_default_str();
   app.add_option("--log-file", f.log_file, "log to this file instead of stderr");
   app.add_option("--log-level", f.log_level, "trace|debug|info|warn|error")->capture_default_str();
+  app.add_option("--log-format", f.log_format,
+                 "text, or json: one JSON object per line, with the sweep, trial, job and step "
+                 "ids as fields")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--backend", f.backend,
                  "where the trials of sweeps that name no backend (and have no slurm: section) "
                  "run: local or slurm (slurm implies --slurm on)")

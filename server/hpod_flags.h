@@ -9,8 +9,10 @@ struct HpodFlags {
   std::string data_dir;    // default $HPO_DATA_DIR or ~/.hpo
   std::string sweeps_dir;  // default DATA_DIR/sweeps
   std::string listen = "127.0.0.1:0";
-  int gpus = -1;  // local backend; -1: what `nvidia-smi -L` lists
-  int cpus = 0;   // local backend; 0: the online CPUs
+  std::string dashboard = "127.0.0.1:0";  // host:port of the dashboard and /metrics; "none": off
+  std::string log_format = "text";        // text | json
+  int gpus = -1;                          // local backend; -1: what `nvidia-smi -L` lists
+  int cpus = 0;                           // local backend; 0: the online CPUs
   int tick_ms = 50;
   int report_flush_ms = 50;
   std::string log_file, log_level = "info";

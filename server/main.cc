@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,9 +24,11 @@
 #include "common/version.h"
 #include "hpo/v1/states.h"
 #include "server/controller.h"
+#include "server/dashboard.h"
 #include "server/endpoints.h"
 #include "server/hpo_service.h"
 #include "server/hpod_flags.h"
+#include "server/json_log.h"
 #include "server/open_backend.h"
 #include "server/sqlite_store.h"
 #include "server/trial_files.h"
@@ -100,6 +103,9 @@ int main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::basic_logger_mt("hpod", flags.log_file));
     spdlog::flush_every(std::chrono::seconds(1));
   }
+  if (flags.log_format == "json") {
+    spdlog::set_formatter(std::make_unique<hpo::server::JsonLogFormatter>());
+  }
   spdlog::set_level(spdlog::level::from_str(flags.log_level));
 
   hpo::DataDir data_dir = flags.data_dir.empty() ? hpo::DataDir::FromEnvironment()
@@ -149,15 +155,34 @@ int main(int argc, char** argv) {
   hpo::server::Controller controller(options, **store, **backend, files, hpo::SystemClock::Get());
   hpo::server::HpoServiceImpl hpo_service(controller, files, *token, data_dir.users_dir());
   hpo::server::ReportServiceImpl report_service(controller);
+  // The dashboard starts once the controller runs; `hpo dashboard` asks for its login link.
+  hpo::server::TokenTable dashboard_tokens(hpo::server::ProcessUserName(), *token,
+                                           data_dir.users_dir());
+  std::unique_ptr<hpo::server::Dashboard> dashboard;
+  std::atomic<hpo::server::Dashboard*> serving{nullptr};
+  if (flags.dashboard != "none") {
+    hpo_service.set_dashboard_login([&serving](const hpo::server::Caller& caller) {
+      hpo::server::Dashboard* d = serving.load();
+      return d != nullptr ? d->IssueLogin(caller) : std::string();
+    });
+  }
   auto endpoints = hpo::server::StartEndpoints(flags, data_dir, {&hpo_service, &report_service});
   if (!endpoints.ok()) return Fail(std::string(endpoints.status().message()));
   controller.set_report_endpoint(endpoints->endpoint);
   if (absl::Status s = controller.Recover(); !s.ok()) return Fail(s.ToString());
   controller.Start();
+  if (flags.dashboard != "none") {
+    auto opened = hpo::server::Dashboard::Open(flags.dashboard, data_dir, controller, files,
+                                               dashboard_tokens);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    dashboard = std::move(*opened);
+    serving = dashboard.get();
+  }
   WriteOrWarn(data_dir.endpoint_path(), endpoints->endpoint + "\n");
   WriteOrWarn(data_dir.pid_path(), absl::StrCat(::getpid(), "\n"));
-  spdlog::info("hpod {} ready: {} and {}; {}; data in {}", hpo::kVersion, data_dir.socket_path(),
-               endpoints->endpoint, (*backend)->Describe(), data_dir.root());
+  spdlog::info("hpod {} ready: {} and {}; {}; dashboard {}; data in {}", hpo::kVersion,
+               data_dir.socket_path(), endpoints->endpoint, (*backend)->Describe(),
+               dashboard ? dashboard->url() : "none", data_dir.root());
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -166,6 +191,9 @@ int main(int argc, char** argv) {
                keep_trials ? ", leaving the trials running" : "");
   endpoints->unix_listener.reset();  // no new local connections
   endpoints->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  serving = nullptr;
+  if (dashboard) dashboard->Stop();
+  ::unlink(data_dir.dashboard_path().c_str());
   controller.Shutdown(keep_trials);
   ::unlink(data_dir.endpoint_path().c_str());
   ::unlink(data_dir.pid_path().c_str());

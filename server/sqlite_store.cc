@@ -143,6 +143,8 @@ const std::vector<const char*> kMigrations = {
     );
     CREATE INDEX allocations_by_sweep ON allocations(sweep_id);
     )sql",
+    // v9: a trial's events, for its history (the dashboard's trial page).
+    "CREATE INDEX events_by_trial ON events(trial_id, seq);",
 };
 
 double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
@@ -957,24 +959,39 @@ absl::StatusOr<std::vector<AllocationRecord>> SqliteStore::LoadAllocations(int64
 absl::StatusOr<std::vector<EventRecord>> SqliteStore::LoadEvents(int64_t sweep_id,
                                                                  int64_t after_seq, int limit) {
   sqlite3_stmt* st = Prepare(
-      "SELECT seq, trial_id, payload FROM events WHERE sweep_id=? AND seq>? ORDER BY seq LIMIT ?");
+      "SELECT seq, sweep_id, trial_id, payload FROM events WHERE sweep_id=? AND seq>? ORDER BY seq "
+      "LIMIT ?");
   if (st == nullptr) return Error("preparing event load");
   sqlite3_bind_int64(st, 1, sweep_id);
   sqlite3_bind_int64(st, 2, after_seq);
   sqlite3_bind_int(st, 3, limit);
+  return ReadEvents(st, absl::StrCat("the events of sweep ", sweep_id));
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteStore::LoadTrialEvents(int64_t trial_id, int limit) {
+  sqlite3_stmt* st = Prepare(
+      "SELECT seq, sweep_id, trial_id, payload FROM events WHERE trial_id=? ORDER BY seq LIMIT ?");
+  if (st == nullptr) return Error("preparing event load");
+  sqlite3_bind_int64(st, 1, trial_id);
+  sqlite3_bind_int(st, 2, limit);
+  return ReadEvents(st, absl::StrCat("the events of trial ", trial_id));
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteStore::ReadEvents(sqlite3_stmt* st,
+                                                                 const std::string& what) {
   std::vector<EventRecord> out;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     EventRecord e;
     e.seq = sqlite3_column_int64(st, 0);
-    e.sweep_id = sweep_id;
-    e.trial_id = sqlite3_column_int64(st, 1);
-    const void* blob = sqlite3_column_blob(st, 2);
+    e.sweep_id = sqlite3_column_int64(st, 1);
+    e.trial_id = sqlite3_column_int64(st, 2);
+    const void* blob = sqlite3_column_blob(st, 3);
     e.payload.assign(static_cast<const char*>(blob),
-                     static_cast<size_t>(sqlite3_column_bytes(st, 2)));
+                     static_cast<size_t>(sqlite3_column_bytes(st, 3)));
     out.push_back(std::move(e));
   }
-  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the events of sweep ", sweep_id));
+  if (rc != SQLITE_DONE) return Error(absl::StrCat("loading ", what));
   return out;
 }
 

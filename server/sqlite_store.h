@@ -76,6 +76,8 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() override;
   [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) override;
+  [[nodiscard]] absl::StatusOr<std::vector<EventRecord>> LoadTrialEvents(int64_t trial_id,
+                                                                         int limit) override;
   [[nodiscard]] absl::StatusOr<std::vector<AllocationRecord>> LoadAllocations(
       int64_t sweep_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<EventRecord>> LoadEvents(int64_t sweep_id,
@@ -108,6 +110,9 @@ class SqliteStore final : public Store {
   [[nodiscard]] absl::Status Error(absl::string_view op) const;
   sqlite3_stmt* Prepare(const char* sql);
   void BindTrial(sqlite3_stmt* st, const TrialRecord& t);
+  // The rows of an event query (seq, sweep_id, trial_id, payload); `what` for the error.
+  [[nodiscard]] absl::StatusOr<std::vector<EventRecord>> ReadEvents(sqlite3_stmt* st,
+                                                                    const std::string& what);
 
   // Takes a write: runs it now when a transaction runs and nothing failed yet, and keeps it.
   [[nodiscard]] absl::Status Take(Write write);

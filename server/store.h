@@ -167,6 +167,9 @@ class Store {
   [[nodiscard]] virtual absl::StatusOr<std::vector<SweepRecord>> LoadSweeps() = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<TrialRecord>> LoadTrials(int64_t sweep_id) = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<ReportRecord>> LoadReports(int64_t trial_id) = 0;
+  // Events of one trial, oldest first, at most `limit`.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<EventRecord>> LoadTrialEvents(int64_t trial_id,
+                                                                                 int limit) = 0;
   // The allocations held for the sweep, oldest first.
   [[nodiscard]] virtual absl::StatusOr<std::vector<AllocationRecord>> LoadAllocations(
       int64_t sweep_id) = 0;

@@ -75,6 +75,10 @@ void TrialLifecycle::SaveTrial(SweepRuntime& sweep, TrialRuntime& trial, v1::Eve
   }
   trial.progress_dirty = false;
   trial.last_saved = clock_.Now();
+  if (kind == v1::EVENT_KIND_TRIAL_STATE) {
+    spdlog::debug("sweep {} trial {} (#{}): {} {}", sweep.rec.id, trial.rec.id, trial.rec.number,
+                  v1::StateName(trial.rec.state), trial.rec.message);
+  }
   Emit(sweep, kind, &trial);
 }
 

@@ -1,12 +1,14 @@
 #include "client/cli/daemon_commands.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "client/cli/cli.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/shell_quote.h"
 
 namespace hpo::client::cli {
 
@@ -38,6 +40,32 @@ DaemonCommands::DaemonCommands(CLI::App& app, int& rc) : rc_(rc) {
   stop->callback([this] { Stop(); });
   daemon->add_subcommand("status", "say whether hpod runs (exit 0) or not (exit 1)")
       ->callback([this] { Status(); });
+  CLI::App* dashboard = app.add_subcommand(
+      "dashboard",
+      "print a one-time login link to hpod's web dashboard (it works once, for 5 minutes)");
+  dashboard->add_flag("--open", open_, "also open it in a browser (xdg-open, or $BROWSER)");
+  dashboard->callback([this] { Dashboard(); });
+}
+
+void DaemonCommands::Dashboard() {
+  auto c = Connect();
+  absl::StatusOr<v1::DashboardLoginResponse> login = c->DashboardLogin();
+  if (!login.ok()) {
+    rc_ = Fail(login.status());
+    return;
+  }
+  std::printf("%s\n", login->url().c_str());
+  std::fprintf(stderr,
+               "(the link works once, for %lld s; from another machine: ssh -L "
+               "PORT:127.0.0.1:PORT to this one, and open it there; docs/dashboard.md)\n",
+               static_cast<long long>(login->valid_seconds()));
+  if (!open_) return;
+  const char* browser = std::getenv("BROWSER");
+  std::string cmd = absl::StrCat(browser != nullptr && *browser ? browser : "xdg-open", " ",
+                                 ShellQuote(login->url()), " >/dev/null 2>&1 &");
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "hpo dashboard: could not open a browser; open the link above\n");
+  }
 }
 
 void DaemonCommands::Start() {

@@ -1,6 +1,7 @@
 #pragma once
 // `hpo daemon start|stop|status`: the local hpod of $HPO_DATA_DIR. `start` passes hpod's own
-// options on, checked by hpod before it starts in the background.
+// options on, checked by hpod before it starts in the background. `hpo dashboard`: a login link
+// to its web dashboard.
 
 #include <string>
 
@@ -23,11 +24,13 @@ class DaemonCommands {
   void Start();
   void Stop();
   void Status();
+  void Dashboard();
 
   int& rc_;
   CLI::App* start_app_ = nullptr;
   StartOptions start_;
   StopOptions stop_;
+  bool open_ = false;  // hpo dashboard --open
 };
 
 }  // namespace hpo::client::cli

@@ -26,6 +26,7 @@ class FaultyBackend final : public backend::Backend {
     return inner_.CanLaunch(sweep_id, r, p);
   }
   int Running() const override { return inner_.Running(); }
+  int FreeGpus() const override { return inner_.FreeGpus(); }
   std::string Describe() const override { return inner_.Describe(); }
   std::string Name() const override { return inner_.Name(); }
   [[nodiscard]] absl::Status Launch(const backend::LaunchSpec& spec) override;

@@ -56,6 +56,10 @@ class FaultyStore final : public server::Store {
       int64_t trial_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<server::AllocationRecord>> LoadAllocations(
       int64_t sweep_id) override;
+  [[nodiscard]] absl::StatusOr<std::vector<server::EventRecord>> LoadTrialEvents(
+      int64_t trial_id, int limit) override {
+    return inner_.LoadTrialEvents(trial_id, limit);
+  }
   [[nodiscard]] absl::StatusOr<std::vector<server::EventRecord>> LoadEvents(int64_t sweep_id,
                                                                             int64_t after_seq,
                                                                             int limit) override;

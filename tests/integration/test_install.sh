@@ -38,7 +38,7 @@ mkdir "$WORK/pack"
 (cd "$WORK/pack" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" >/dev/null) || fail "cpack -G DEB failed"
 deb=$(ls "$WORK"/pack/hpod_*.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
-for want in python3-grpcio libgrpc libprotobuf libsqlite3 libyaml-cpp; do
+for want in python3-grpcio libgrpc libprotobuf libsqlite3 libyaml-cpp libcpp-httplib libprometheus-cpp; do
   echo "$depends" | grep -q "$want" || fail "the package does not depend on $want: $depends"
 done
 dpkg-deb -c "$deb" >"$WORK/contents"

@@ -6,7 +6,8 @@ if [ "$(id -u)" -ne 0 ] || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/slur
   echo "SKIP: needs root and Debian's slurm packages"; exit 77
 fi
 SLURM_DIR=$(mktemp -d /tmp/hpo-slurm-test.XXXXXX)
-SLURM_PORT=$((20000 + ($$ % 20000)))
+# Below the kernel's ephemeral ports (32768 and up), which any connection may hold.
+SLURM_PORT=$((20000 + ($$ % 12000)))
 cluster() { bash "$HPO_SRC/scripts/slurm-cluster.sh" "$@" --dir "$SLURM_DIR"; }
 slurm_cleanup() {
   local rc=$?

@@ -1,0 +1,102 @@
+#pragma once
+// Dashboard: hpod's web dashboard, its JSON API and Prometheus /metrics, over HTTP on loopback
+// (cpp-httplib; the page's assets are built into the binary).
+//
+// Access. Nothing is served without a session: `hpo dashboard` asks hpod (gRPC, as its user)
+// for a one-time login link, good for a few minutes; opening it sets a session cookie
+// (HttpOnly, SameSite=Strict) and leads to the page. A session sees what its user may through
+// gRPC: the owner every sweep, another user their own. Requests that change something (POST:
+// cancel, pause, resume, extend) must also carry the session's CSRF token in an X-HPO-CSRF
+// header, which no other site's page can set without a CORS preflight, and hpod answers no CORS
+// request. /metrics takes the session or a user's token (Authorization: Bearer, as a Prometheus
+// scrape sends it). Every link is relative, so the dashboard works under a path prefix (a
+// reverse proxy, Open OnDemand) and through an SSH tunnel.
+//
+// Threads: HTTP requests are served on the server's own threads; they read and act through the
+// controller (Post, waiting for the batch) and never touch its state themselves. Live updates are
+// server-sent events fed by the sweep's event log, as `hpo watch` is. Start/Stop from one thread.
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/data_dir.h"
+#include "server/auth.h"
+#include "server/controller.h"
+#include "server/trial_files.h"
+
+namespace httplib {
+class Server;
+class Request;
+class Response;
+}  // namespace httplib
+
+namespace hpo::server {
+
+class Dashboard {
+ public:
+  struct Options {
+    std::string host = "127.0.0.1";
+    int port = 0;  // 0: the system picks one
+    absl::Duration login_ttl = absl::Minutes(5);
+    absl::Duration session_idle = absl::Hours(12);
+  };
+  Dashboard(Options options, Controller& controller, TrialFiles& files, TokenTable& tokens);
+  ~Dashboard();
+  Dashboard(const Dashboard&) = delete;
+  Dashboard& operator=(const Dashboard&) = delete;
+
+  // Listens and serves on its own threads. UNAVAILABLE when the address cannot be bound.
+  [[nodiscard]] absl::Status Start();
+  void Stop();
+  // "http://127.0.0.1:PORT/", once started.
+  std::string url() const;
+  // A one-time login link for `caller`: the dashboard's URL with "login?token=...".
+  std::string IssueLogin(const Caller& caller);
+
+  // hpod's dashboard at `address` (host:port, port 0: the one it had last time, kept in
+  // DATA_DIR/dashboard_port, else any), started, its URL in DATA_DIR/dashboard.
+  // INVALID_ARGUMENT for a bad address, UNAVAILABLE when it cannot listen.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Dashboard>> Open(const std::string& address,
+                                                                       const DataDir& data_dir,
+                                                                       Controller& controller,
+                                                                       TrialFiles& files,
+                                                                       TokenTable& tokens);
+
+ private:
+  struct Session {
+    Caller caller;
+    std::string csrf;
+    absl::Time last_used;
+  };
+  // The session of the request's cookie (or, with `bearer_ok`, the caller of its bearer token),
+  // or nullopt after answering 401.
+  std::optional<Session> Authorize(const httplib::Request& req, httplib::Response& res,
+                                   bool bearer_ok = false);
+  void Routes();
+  void Login(const httplib::Request& req, httplib::Response& res);
+  void Events(const httplib::Request& req, httplib::Response& res, const Caller& caller);
+  void Log(const httplib::Request& req, httplib::Response& res, const Caller& caller);
+
+  Options options_;
+  Controller& controller_;
+  TrialFiles& files_;
+  TokenTable& tokens_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::map<std::string, std::pair<Caller, absl::Time>> logins_;  // one-time token -> until
+  std::map<std::string, Session> sessions_;                      // cookie value -> session
+  std::vector<std::weak_ptr<EventSink>> streams_;                // open event streams
+  bool stopping_ = false;
+};
+
+}  // namespace hpo::server
