@@ -114,7 +114,8 @@ class Controller {
                                                           absl::string_view token) {
     return intake_.Report(req, token);
   }
-  // Sends the sweep's committed events after since_seq, then live ones until the sweep ends.
+  // Sends the sweep's committed events after since_seq (none when it is negative), then live
+  // ones until the sweep ends.
   [[nodiscard]] absl::Status Watch(int64_t sweep_id, int64_t since_seq,
                                    std::shared_ptr<EventSink> sink);
   // True when no sweep is RUNNING or PAUSED.

@@ -48,16 +48,68 @@ int HttpCode(const absl::Status& s) {
   }
 }
 
-void Reply(httplib::Response& res, const absl::StatusOr<json>& body) {
+// Whether the client takes gzip ("Accept-Encoding: gzip, br", not "gzip;q=0").
+bool TakesGzip(const httplib::Request& req) {
+  for (absl::string_view coding : absl::StrSplit(req.get_header_value("Accept-Encoding"), ',')) {
+    std::vector<absl::string_view> parts = absl::StrSplit(coding, ';');
+    if (absl::StripAsciiWhitespace(parts[0]) != "gzip") continue;
+    return parts.size() < 2 || absl::StripAsciiWhitespace(parts[1]) != "q=0";
+  }
+  return false;
+}
+
+// `body` gzip-compressed (cpp-httplib's compressor), or nullopt if that failed.
+std::optional<std::string> Gzip(absl::string_view body) {
+  std::string out;
+  httplib::detail::gzip_compressor gzip;
+  if (!gzip.compress(body.data(), body.size(), /*last=*/true, [&](const char* data, size_t n) {
+        out.append(data, n);
+        return true;
+      })) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Sets the response's body: gzip-compressed (`gzipped`, or compressed here) when the client takes
+// it and that is worth it. hpod compresses itself and hands cpp-httplib a body of known length,
+// which it sends as it is: left to itself, the library prefers brotli at its slowest setting,
+// which takes 100-300 ms for 90-200 KB.
+void Send(const httplib::Request& req, httplib::Response& res, std::string body,
+          const std::string& type, std::shared_ptr<const std::string> gzipped = nullptr) {
+  if (TakesGzip(req) && body.size() >= 1024) {
+    if (gzipped == nullptr) {
+      if (std::optional<std::string> z = Gzip(body)) {
+        gzipped = std::make_shared<const std::string>(std::move(*z));
+      }
+    }
+    if (gzipped != nullptr) {
+      res.set_header("Content-Encoding", "gzip");
+      body = *gzipped;
+    }
+  }
+  res.set_header("Vary", "Accept-Encoding");
+  if (body.empty()) {
+    res.set_content("", type);
+    return;
+  }
+  auto shared = std::make_shared<const std::string>(std::move(body));
+  res.set_content_provider(shared->size(), type,
+                           [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(shared->data() + offset, length);
+                           });
+}
+
+void Reply(const httplib::Request& req, httplib::Response& res, const absl::StatusOr<json>& body) {
   res.set_header("Cache-Control", "no-store");
   if (!body.ok()) {
     res.status = HttpCode(body.status());
-    res.set_content(json{{"error", std::string(body.status().message())}}.dump(),
-                    "application/json");
+    Send(req, res, json{{"error", std::string(body.status().message())}}.dump(),
+         "application/json");
     return;
   }
   res.status = 200;
-  res.set_content(body->dump(), "application/json");
+  Send(req, res, body->dump(), "application/json");
 }
 
 // Runs `fn` on the controller's thread and waits for it. With `writes`, the answer waits for the
@@ -256,10 +308,10 @@ void Dashboard::Login(const httplib::Request& req, httplib::Response& res) {
   }
   if (!caller) {
     res.status = 401;
-    res.set_content(
-        "This login link is not valid (each works once, for a few minutes). Run `hpo dashboard` "
-        "for a new one.\n",
-        "text/plain");
+    Send(req, res,
+         "This login link is not valid (each works once, for a few minutes). Run `hpo dashboard` "
+         "for a new one.\n",
+         "text/plain");
     return;
   }
   std::string id = NewToken();
@@ -300,10 +352,10 @@ std::optional<Dashboard::Session> Dashboard::Authorize(const httplib::Request& r
   }
   res.status = 401;
   res.set_header("Cache-Control", "no-store");
-  res.set_content(
-      "Not logged in: run `hpo dashboard` on the machine hpod runs on and open the link it "
-      "prints.\n",
-      "text/plain");
+  Send(req, res,
+       "Not logged in: run `hpo dashboard` on the machine hpod runs on and open the link it "
+       "prints.\n",
+       "text/plain");
   return std::nullopt;
 }
 
@@ -312,22 +364,24 @@ void Dashboard::Routes() {
   s.Get("/login", [this](const httplib::Request& req, httplib::Response& res) { Login(req, res); });
   // The page and its assets.
   for (const Asset& asset : DashboardAssets()) {
-    s.Get(asset.path, [this, asset](const httplib::Request& req, httplib::Response& res) {
+    std::optional<std::string> z = Gzip(absl::string_view(asset.data, asset.size));
+    auto gzipped = z ? std::make_shared<const std::string>(std::move(*z)) : nullptr;
+    s.Get(asset.path, [this, asset, gzipped](const httplib::Request& req, httplib::Response& res) {
       if (!Authorize(req, res)) return;
-      res.set_content(std::string(asset.data, asset.size), asset.type);
+      Send(req, res, std::string(asset.data, asset.size), asset.type, gzipped);
     });
   }
   auto get = [&](const std::string& pattern,
                  std::function<absl::StatusOr<json>(const httplib::Request&, const Caller&)> fn) {
     s.Get(pattern, [this, fn](const httplib::Request& req, httplib::Response& res) {
       std::optional<Session> session = Authorize(req, res);
-      if (session) Reply(res, fn(req, session->caller));
+      if (session) Reply(req, res, fn(req, session->caller));
     });
   };
   s.Get("/api/session", [this](const httplib::Request& req, httplib::Response& res) {
     std::optional<Session> session = Authorize(req, res);
     if (session) {
-      Reply(res, json{{"user", session->caller.user}, {"csrf", session->csrf}});
+      Reply(req, res, json{{"user", session->caller.user}, {"csrf", session->csrf}});
     }
   });
   get("/api/sweeps", [this](const httplib::Request&, const Caller& c) {
@@ -370,11 +424,11 @@ void Dashboard::Routes() {
     return controller_.Dashboard().Curves(id, ids, static_cast<int>(IntParam(req, "max", 50)),
                                           static_cast<int>(IntParam(req, "points", 200)));
   });
-  sweep_get("/objective", [this](const httplib::Request&, int64_t id) {
-    return controller_.Dashboard().Objective(id);
+  sweep_get("/objective", [this](const httplib::Request& req, int64_t id) {
+    return controller_.Dashboard().Objective(id, static_cast<int>(IntParam(req, "max", 2000)));
   });
-  sweep_get("/parallel", [this](const httplib::Request&, int64_t id) {
-    return controller_.Dashboard().Parallel(id);
+  sweep_get("/parallel", [this](const httplib::Request& req, int64_t id) {
+    return controller_.Dashboard().Parallel(id, static_cast<int>(IntParam(req, "max", 1000)));
   });
   sweep_get("/importance", [this](const httplib::Request&, int64_t id) {
     return controller_.Dashboard().Importance(id);
@@ -404,43 +458,45 @@ void Dashboard::Routes() {
     std::optional<Session> session = Authorize(req, res);
     if (!session) return;
     if (session->csrf.empty() || !TokensEqual(req.get_header_value("X-HPO-CSRF"), session->csrf)) {
-      Reply(res, absl::PermissionDeniedError(
-                     "this request lacks the session's X-HPO-CSRF token: refused"));
+      Reply(req, res,
+            absl::PermissionDeniedError(
+                "this request lacks the session's X-HPO-CSRF token: refused"));
       return;
     }
     int64_t id = IdOf(req);
     std::string verb = req.matches[2].str();
     json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
     if (body.is_discarded() || !body.is_object()) {
-      Reply(res, absl::InvalidArgumentError("the body must be a JSON object"));
+      Reply(req, res, absl::InvalidArgumentError("the body must be a JSON object"));
       return;
     }
     Caller c = session->caller;
-    Reply(res, OnController(
-                   controller_,
-                   [this, id, verb, body, c]() -> absl::StatusOr<json> {
-                     if (absl::Status a = controller_.CheckSweepAccess(id, c); !a.ok()) return a;
-                     absl::StatusOr<v1::Sweep> sweep;
-                     if (verb == "cancel") {
-                       sweep = controller_.Cancel(id);
-                     } else if (verb == "pause") {
-                       sweep = controller_.Pause(id);
-                     } else if (verb == "resume") {
-                       sweep = controller_.Resume(id);
-                     } else {
-                       v1::ExtendSweepRequest r;
-                       r.set_sweep_id(id);
-                       r.set_add_trials(body.value("add_trials", int64_t{0}));
-                       r.set_max_concurrent(body.value("max_concurrent", int64_t{0}));
-                       r.set_wall_time_seconds(body.value("wall_time_seconds", 0.0));
-                       r.set_add_gpu_hours(body.value("add_gpu_hours", 0.0));
-                       sweep = controller_.Extend(r);
-                     }
-                     if (!sweep.ok()) return sweep.status();
-                     spdlog::info("sweep {}: {} from the dashboard by {}", id, verb, c.user);
-                     return ProtoJson(*sweep);
-                   },
-                   /*writes=*/true));
+    Reply(req, res,
+          OnController(
+              controller_,
+              [this, id, verb, body, c]() -> absl::StatusOr<json> {
+                if (absl::Status a = controller_.CheckSweepAccess(id, c); !a.ok()) return a;
+                absl::StatusOr<v1::Sweep> sweep;
+                if (verb == "cancel") {
+                  sweep = controller_.Cancel(id);
+                } else if (verb == "pause") {
+                  sweep = controller_.Pause(id);
+                } else if (verb == "resume") {
+                  sweep = controller_.Resume(id);
+                } else {
+                  v1::ExtendSweepRequest r;
+                  r.set_sweep_id(id);
+                  r.set_add_trials(body.value("add_trials", int64_t{0}));
+                  r.set_max_concurrent(body.value("max_concurrent", int64_t{0}));
+                  r.set_wall_time_seconds(body.value("wall_time_seconds", 0.0));
+                  r.set_add_gpu_hours(body.value("add_gpu_hours", 0.0));
+                  sweep = controller_.Extend(r);
+                }
+                if (!sweep.ok()) return sweep.status();
+                spdlog::info("sweep {}: {} from the dashboard by {}", id, verb, c.user);
+                return ProtoJson(*sweep);
+              },
+              /*writes=*/true));
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Authorize(req, res, /*bearer_ok=*/true)) return;
@@ -454,7 +510,7 @@ void Dashboard::Routes() {
       res.status = 503;
       return;
     }
-    res.set_content(text.get(), "text/plain; version=0.0.4");
+    Send(req, res, text.get(), "text/plain; version=0.0.4");
   });
 }
 
@@ -468,7 +524,7 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
         return json(*d);
       });
   if (!dir.ok()) {
-    Reply(res, dir.status());
+    Reply(req, res, dir.status());
     return;
   }
   const layout::TrialDir trial_dir(dir->get<std::string>());
@@ -481,20 +537,21 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
     promise->set_value(std::move(t));
   });
   if (tail.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-    Reply(res, absl::UnavailableError("the trial's log could not be read within 30 s"));
+    Reply(req, res, absl::UnavailableError("the trial's log could not be read within 30 s"));
     return;
   }
   absl::StatusOr<TrialFiles::LogTail> t = tail.get();
   if (!t.ok()) {
-    Reply(res, t.status());
+    Reply(req, res, t.status());
     return;
   }
-  Reply(res, json{{"data", t->data}, {"truncated", t->truncated}, {"path", path}});
+  Reply(req, res, json{{"data", t->data}, {"truncated", t->truncated}, {"path", path}});
 }
 
 void Dashboard::Events(const httplib::Request& req, httplib::Response& res, const Caller& caller) {
   int64_t id = IdOf(req);
-  int64_t since = IntParam(req, "since", 0);
+  // since=SEQ replays the events after SEQ first; without it (or since=now), only new ones.
+  const int64_t since = req.get_param_value("since") == "now" ? -1 : IntParam(req, "since", -1);
   auto sink = std::make_shared<StreamSink>();
   {
     std::lock_guard lock(mu_);
@@ -510,7 +567,7 @@ void Dashboard::Events(const httplib::Request& req, httplib::Response& res, cons
     return json();
   });
   if (!watched.ok()) {
-    Reply(res, watched.status());
+    Reply(req, res, watched.status());
     return;
   }
   res.set_header("Cache-Control", "no-store");

@@ -227,52 +227,109 @@ absl::StatusOr<json> DashboardData::Curves(int64_t sweep_id, const std::vector<i
   return json{{"metric", objective.metric}, {"curves", std::move(curves)}};
 }
 
-absl::StatusOr<json> DashboardData::Objective(int64_t sweep_id) const {
+std::vector<size_t> DashboardData::Thin(size_t n, size_t max, std::vector<size_t> keep) {
+  std::vector<size_t> out;
+  if (n <= max) {
+    out.resize(n);
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  std::sort(keep.begin(), keep.end());
+  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  std::vector<bool> kept(n, false);
+  for (size_t k : keep) kept[k] = true;
+  out = keep;
+  // The others, `rest` of them, fill the `room` left at the ranks j * rest / room (j < room),
+  // which rise by at least one since rest > room.
+  const size_t rest = n - keep.size();
+  const size_t room = max > keep.size() ? max - keep.size() : 0;
+  for (size_t i = 0, rank = 0, picked = 0; i < n && picked < room; ++i) {
+    if (kept[i]) continue;
+    if (rank == picked * rest / room) {
+      out.push_back(i);
+      ++picked;
+    }
+    ++rank;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+constexpr size_t kImportanceTrials = 20'000;
+
+json DirectionName(algorithms::Direction d) {
+  return d == algorithms::Direction::kMaximize ? "maximize" : "minimize";
+}
+
+// The trials a chart shows of `trials` (finished ones, in number order), as a JSON array of
+// `row(trial)`: all, or past `max` the `keep` indices and an even spread of the others.
+template <typename Row>
+json Rows(const std::vector<const TrialRecord*>& trials, size_t max, std::vector<size_t> keep,
+          Row row) {
+  json out = json::array();
+  for (size_t i : DashboardData::Thin(trials.size(), max, std::move(keep))) {
+    out.push_back(row(*trials[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<json> DashboardData::Objective(int64_t sweep_id, int max_points) const {
   absl::StatusOr<const SweepRuntime*> found = Find(sweep_id);
   if (!found.ok()) return found.status();
   const SweepRuntime& sweep = **found;
   const SweepSpec& spec = sweep.spec();
-  json out;
+  const auto max = static_cast<size_t>(std::max(max_points, 1));
+  std::vector<const TrialRecord*> shown;
+  std::vector<size_t> keep;
   if (spec.Pareto() && spec.objectives.size() > 1) {
     std::vector<int> ranks = ParetoRanks(sweep);
-    json points = json::array();
     for (const auto& t : sweep.trials) {
       if (t->rec.state != v1::TRIAL_STATE_COMPLETED) continue;
       Scores s = ScoresOf(spec, t->rec.last_metrics);
       if (!s.complete) continue;
-      points.push_back({t->rec.id, t->rec.number, s.values,
-                        ranks[static_cast<size_t>(t->rec.number)], s.violation <= 0});
+      if (ranks[static_cast<size_t>(t->rec.number)] == 0) keep.push_back(shown.size());
+      shown.push_back(&t->rec);
     }
     json objectives = json::array();
     for (const server::Objective& o : spec.objectives) {
-      objectives.push_back(
-          {{"metric", o.metric},
-           {"direction",
-            o.direction == algorithms::Direction::kMaximize ? "maximize" : "minimize"}});
+      objectives.push_back({{"metric", o.metric}, {"direction", DirectionName(o.direction)}});
     }
-    return json{{"objectives", std::move(objectives)}, {"pareto", std::move(points)}};
+    json points = Rows(shown, max, std::move(keep), [&](const TrialRecord& r) {
+      Scores s = ScoresOf(spec, r.last_metrics);
+      return json{r.id, r.number, s.values, ranks[static_cast<size_t>(r.number)], s.violation <= 0};
+    });
+    return json{{"objectives", std::move(objectives)},
+                {"total", shown.size()},
+                {"pareto", std::move(points)}};
   }
-  json points = json::array(), best = json::array();
+  json best = json::array();
   std::optional<double> so_far;
   for (const auto& t : sweep.trials) {
     const TrialRecord& r = t->rec;
     if (!Finished(r) || !r.objective || r.origin == kWarmStart) continue;
-    points.push_back({r.number, *r.objective, r.id, v1::StateName(r.state)});
     if (!so_far || algorithms::IsBetter(*r.objective, *so_far, spec.objective.direction)) {
       so_far = r.objective;
       best.push_back({r.number, *so_far});
+      keep.push_back(shown.size());
     }
+    shown.push_back(&r);
   }
-  if (so_far && !points.empty()) best.push_back({points.back()[0], *so_far});
-  out["metric"] = spec.objective.metric;
-  out["direction"] =
-      spec.objective.direction == algorithms::Direction::kMaximize ? "maximize" : "minimize";
-  out["points"] = std::move(points);
-  out["best"] = std::move(best);
-  return out;
+  if (so_far) best.push_back({shown.back()->number, *so_far});
+  json points = Rows(shown, max, std::move(keep), [](const TrialRecord& r) {
+    return json{r.number, *r.objective, r.id, v1::StateName(r.state)};
+  });
+  return json{{"metric", spec.objective.metric},
+              {"direction", DirectionName(spec.objective.direction)},
+              {"total", shown.size()},
+              {"points", std::move(points)},
+              {"best", std::move(best)}};
 }
 
-absl::StatusOr<json> DashboardData::Parallel(int64_t sweep_id) const {
+absl::StatusOr<json> DashboardData::Parallel(int64_t sweep_id, int max_trials) const {
   absl::StatusOr<const SweepRuntime*> found = Find(sweep_id);
   if (!found.ok()) return found.status();
   const SweepRuntime& sweep = **found;
@@ -295,10 +352,25 @@ absl::StatusOr<json> DashboardData::Parallel(int64_t sweep_id) const {
     }
     axes.push_back(std::move(axis));
   }
-  json trials = json::array();
+  std::vector<const TrialRecord*> finished;
   for (const auto& t : sweep.trials) {
     const TrialRecord& r = t->rec;
-    if (!Finished(r) || !r.objective || r.origin == kWarmStart) continue;
+    if (Finished(r) && r.objective && r.origin != kWarmStart) finished.push_back(&r);
+  }
+  const auto max = static_cast<size_t>(std::max(max_trials, 1));
+  std::vector<size_t> best;
+  if (finished.size() > max) {
+    best.resize(finished.size());
+    std::iota(best.begin(), best.end(), 0);
+    const algorithms::Direction d = spec.objective.direction;
+    std::nth_element(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(max / 2), best.end(),
+                     [&](size_t a, size_t b) {
+                       const double va = *finished[a]->objective, vb = *finished[b]->objective;
+                       return algorithms::IsBetter(va, vb, d) || (va == vb && a < b);
+                     });
+    best.resize(max / 2);
+  }
+  json trials = Rows(finished, max, std::move(best), [&](const TrialRecord& r) {
     json values = json::array();
     for (const algorithms::ParamDef* p : params) {
       auto it = r.params.find(p->name);
@@ -311,14 +383,13 @@ absl::StatusOr<json> DashboardData::Parallel(int64_t sweep_id) const {
         values.push_back(*algorithms::NumericValue(it->second));
       }
     }
-    trials.push_back({r.id, *r.objective, v1::StateName(r.state), std::move(values)});
-  }
-  return json{
-      {"axes", std::move(axes)},
-      {"metric", spec.objective.metric},
-      {"direction",
-       spec.objective.direction == algorithms::Direction::kMaximize ? "maximize" : "minimize"},
-      {"trials", std::move(trials)}};
+    return json{r.id, *r.objective, v1::StateName(r.state), std::move(values)};
+  });
+  return json{{"axes", std::move(axes)},
+              {"metric", spec.objective.metric},
+              {"direction", DirectionName(spec.objective.direction)},
+              {"total", finished.size()},
+              {"trials", std::move(trials)}};
 }
 
 absl::StatusOr<json> DashboardData::Importance(int64_t sweep_id) const {
@@ -353,6 +424,14 @@ absl::StatusOr<json> DashboardData::Importance(int64_t sweep_id) const {
       }
     }
   }
+  // Past kImportanceTrials, an even spread of them: the shares hardly move, and the cost on the
+  // controller's thread stays bounded however large the sweep.
+  const size_t compared = ys.size();
+  if (ys.size() > kImportanceTrials) {
+    std::vector<std::pair<const TrialRecord*, double>> spread;
+    for (size_t i : Thin(ys.size(), kImportanceTrials, {})) spread.push_back(ys[i]);
+    ys = std::move(spread);
+  }
   json importance = json::array();
   double mean = 0, total = 0;
   for (const auto& [r, y] : ys) mean += y;
@@ -377,22 +456,29 @@ absl::StatusOr<json> DashboardData::Importance(int64_t sweep_id) const {
       std::map<std::string, std::pair<double, int>> groups;  // sum, count
       for (const auto& [k, y] : keyed) groups[k].first += y, groups[k].second += 1;
       std::sort(numeric.begin(), numeric.end());
-      size_t bins = std::min<size_t>(10, std::max<size_t>(1, numeric.size() / 3));
+      const size_t bins = std::min<size_t>(10, std::max<size_t>(1, numeric.size() / 3));
+      std::vector<std::pair<double, int>> binned(bins);
       for (size_t i = 0; i < numeric.size(); ++i) {
-        std::string k = absl::StrCat("bin", i * bins / numeric.size());
-        groups[k].first += numeric[i].second, groups[k].second += 1;
+        auto& g = binned[i * bins / numeric.size()];
+        g.first += numeric[i].second, g.second += 1;
       }
       double between = 0;
-      for (const auto& [k, g] : groups) {
+      auto add = [&](const std::pair<double, int>& g) {
+        if (g.second == 0) return;
         double m = g.first / g.second;
         between += g.second * (m - mean) * (m - mean);
-      }
+      };
+      for (const auto& [k, g] : groups) add(g);
+      for (const auto& g : binned) add(g);
       importance.push_back({{"param", p.name}, {"share", between / total}});
     }
     std::stable_sort(importance.begin(), importance.end(),
                      [](const json& a, const json& b) { return a["share"] > b["share"]; });
   }
-  return json{{"step", step}, {"trials", ys.size()}, {"importance", std::move(importance)}};
+  return json{{"step", step},
+              {"trials", compared},
+              {"sampled", ys.size()},
+              {"importance", std::move(importance)}};
 }
 
 absl::StatusOr<json> DashboardData::Timeline(int64_t sweep_id, int max_bars) const {

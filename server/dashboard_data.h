@@ -47,16 +47,20 @@ class DashboardData {
   [[nodiscard]] absl::StatusOr<nlohmann::json> Curves(int64_t sweep_id,
                                                       const std::vector<int64_t>& trial_ids,
                                                       int max_trials, int max_points) const;
-  // Every finished trial's objective by number, and the running best (one objective), or its
-  // objective values and Pareto rank (several): {points: [[number, value, trial, state]], ...}.
-  [[nodiscard]] absl::StatusOr<nlohmann::json> Objective(int64_t sweep_id) const;
-  // The parameters' axes (range, log scale, choices) and each trial's point on them, with its
-  // objective and state, for parallel coordinates.
-  [[nodiscard]] absl::StatusOr<nlohmann::json> Parallel(int64_t sweep_id) const;
+  // The finished trials' objective by number, and the running best (one objective), or their
+  // objective values and Pareto rank (several): {total, points: [[number, value, trial,
+  // state]], best, ...}. Past `max_points` trials, every one that improved the running best (or
+  // is on the front) and an even spread of the others over the trial numbers.
+  [[nodiscard]] absl::StatusOr<nlohmann::json> Objective(int64_t sweep_id, int max_points) const;
+  // The parameters' axes (range, log scale, choices) and the finished trials' points on them,
+  // with their objective and state, for parallel coordinates: {total, axes, trials}. Past
+  // `max_trials`, the best half of them and an even spread of the others.
+  [[nodiscard]] absl::StatusOr<nlohmann::json> Parallel(int64_t sweep_id, int max_trials) const;
   // How much of the objective's variance each parameter explains on its own (main effects,
   // binned), with the trials compared at one step: the furthest step at least half of those
   // that reported reached (under early stopping most trials end early; values at different
-  // steps do not compare). {step, trials, importance: [{param, share}]}, largest first.
+  // steps do not compare). Past 20,000 such trials, an even spread of 20,000 of them.
+  // {step, trials, sampled, importance: [{param, share}]}, largest first.
   [[nodiscard]] absl::StatusOr<nlohmann::json> Importance(int64_t sweep_id) const;
   // Which GPU (node and index) ran which trial, when: one bar per trial segment and GPU, the
   // latest `max_bars`.
@@ -69,6 +73,9 @@ class DashboardData {
   // kept, each bucket's point that makes the largest triangle with its neighbours.
   static std::vector<std::pair<double, double>> Downsample(
       const std::vector<std::pair<double, double>>& points, size_t max);
+  // Which of `n` items a chart shows when at most `max` fit: every one of `keep` (even past
+  // `max`) and, in the room left, an even spread of the others; ascending. All when n <= max.
+  static std::vector<size_t> Thin(size_t n, size_t max, std::vector<size_t> keep);
 
  private:
   absl::StatusOr<const SweepRuntime*> Find(int64_t sweep_id) const;

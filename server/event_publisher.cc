@@ -54,7 +54,7 @@ absl::Status EventPublisher::Subscribe(int64_t sweep_id, int64_t since_seq,
   // Events at or past the first queued one are not committed yet: they go out live.
   int64_t first_queued = queued_.empty() ? INT64_MAX : queued_.front().second.seq();
   int64_t after = since_seq;
-  bool caught_up = false;
+  bool caught_up = since_seq < 0;  // only what comes from now on
   while (!caught_up) {
     ASSIGN_OR_RETURN(std::vector<EventRecord> page,
                      store_.LoadEvents(sweep_id, after, kReplayPage));

@@ -45,8 +45,8 @@ class EventPublisher {
   void Emit(int64_t sweep_id, int64_t trial_id, v1::Event event);
   // The batch's commit: OK publishes everything queued; a failure keeps it queued.
   void Committed(const absl::Status& commit);
-  // Replays the committed events of `sweep_id` after `since_seq` to `sink`, then closes it when
-  // `ended`, or keeps it to follow live.
+  // Replays the committed events of `sweep_id` after `since_seq` (none when it is negative) to
+  // `sink`, then closes it when `ended`, or keeps it to follow live.
   [[nodiscard]] absl::Status Subscribe(int64_t sweep_id, int64_t since_seq,
                                        std::shared_ptr<EventSink> sink, bool ended);
 

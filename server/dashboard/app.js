@@ -79,11 +79,23 @@ function reset() {
   $("#live").className = "";
 }
 
-function live(url, onEvent) {
-  source = new EventSource(url);
-  source.onopen = () => { $("#live").className = "on"; };
-  source.onerror = () => { $("#live").className = ""; };
-  source.onmessage = m => onEvent(JSON.parse(m.data));
+const FINAL = new Set(["COMPLETED", "GOAL_REACHED", "CANCELED", "FAILED", "TIMED_OUT"]);
+const ended = sweep => FINAL.has(short(sweep.state));
+
+// Follows a sweep's event log from now on (server-sent events; no replay of its history, which
+// may be hundreds of thousands of events). `onChange` runs at each opening, for what happened
+// since the page fetched (also after a reconnect), and at each event. The server ends the stream
+// once the sweep ended; `isDone()` (async) then says whether to stop, where the browser would
+// otherwise reconnect for ever.
+function live(url, onChange, isDone) {
+  if (source) source.close();
+  const mine = source = new EventSource(url);
+  mine.onopen = () => { $("#live").className = "on"; onChange(); };
+  mine.onerror = () => {
+    $("#live").className = "";
+    isDone().then(done => { if (done && source === mine) { mine.close(); source = null; } }).catch(() => {});
+  };
+  mine.onmessage = m => onChange(JSON.parse(m.data));
 }
 
 function crumbs(...parts) {
@@ -119,7 +131,7 @@ async function sweepsPage() {
 // --- one sweep
 
 async function sweepPage(id) {
-  const st = {id, sweep: null, seq: 0, selected: null,
+  const st = {id, sweep: null, selected: null,
               query: {offset: 0, limit: 50, sort: "number", desc: false, states: [], ranges: {}}};
   const main = $("#main");
   main.replaceChildren(
@@ -141,21 +153,36 @@ async function sweepPage(id) {
   filters(st);
   await table(st);
   await drawCharts(st);
-  let pending = false, chartsDue = 0;
+  // The charts are drawn again at most every two seconds, and after the last change.
+  let pending = false, chartsWanted = false, chartsDue = Date.now() + 2000, chartsLater = false;
+  const redraw = async () => {
+    chartsLater = false;
+    chartsDue = Date.now() + 2000;
+    await drawCharts(st);
+  };
   const refresh = async () => {
     pending = false;
     st.sweep = await api(`api/sweeps/${id}`);
     header(st);
     await table(st);
-    if (Date.now() >= chartsDue) {
-      chartsDue = Date.now() + 2000;
-      await drawCharts(st);
-    }
+    if (!chartsWanted) return;
+    chartsWanted = false;
+    const wait = chartsDue - Date.now();
+    if (wait <= 0) await redraw();
+    else if (!chartsLater) { chartsLater = true; timers.push(setTimeout(() => redraw().catch(() => {}), wait)); }
   };
-  live(`api/sweeps/${id}/events?since=${st.seq}`, e => {
-    st.seq = Math.max(st.seq, Number(e.seq) || 0);
+  // An event, or a reopening of the stream (events may have been missed): the header, the table
+  // and the charts. The first opening: the header and the table, for what happened since they
+  // were fetched.
+  let opened = false;
+  const changed = event => {
+    if (event || opened) chartsWanted = true;
+    if (!event) opened = true;
     if (!pending) { pending = true; timers.push(setTimeout(() => refresh().catch(() => {}), 200)); }
-  });
+  };
+  st.follow = () => live(`api/sweeps/${id}/events?since=now`, changed,
+                         async () => ended(st.sweep = await api(`api/sweeps/${id}`)));
+  st.follow();
   timers.push(setInterval(() => header(st), 1000));  // the elapsed time
 }
 
@@ -185,7 +212,11 @@ function header(st) {
 
 function actions(st) {
   const act = async (verb, body) => {
-    try { st.sweep = await post(`api/sweeps/${st.id}/${verb}`, body); header(st); }
+    try {
+      st.sweep = await post(`api/sweeps/${st.id}/${verb}`, body);
+      header(st);
+      if (!source && !ended(st.sweep)) st.follow();  // extended or resumed after its end
+    }
     catch (e) { alert(`${verb}: ${e.message}`); }
   };
   $("#actions").replaceChildren(
@@ -304,7 +335,8 @@ async function drawObjective(st) {
     {label: "best so far", data: data.best.map(p => ({x: p[0], y: p[1]})), showLine: true,
      stepped: true, borderColor: "#ea580c", pointRadius: 0}]},
     options: {scales: {x: {title: {display: true, text: "trial number"}}, y: {title: {display: true, text: data.metric}}}}});
-  $("#chart-objective-note").textContent = `${data.points.length} finished trial(s) (${data.direction})`;
+  $("#chart-objective-note").textContent = `${data.total} finished trial(s) (${data.direction})` +
+    (data.points.length < data.total ? `; shown: each new best and ${data.points.length} in all, evenly spread` : "");
 }
 
 function drawPareto(st, data) {
@@ -316,7 +348,8 @@ function drawPareto(st, data) {
      pointRadius: 5}]},
     options: {scales: {x: {title: {display: true, text: `${a.metric} (${a.direction})`}},
                        y: {title: {display: true, text: `${b.metric} (${b.direction})`}}}}});
-  $("#chart-pareto-note").textContent = `${front.length} trial(s) on the front of ${data.pareto.length}`;
+  $("#chart-pareto-note").textContent = `${front.length} trial(s) on the front of ${data.total}` +
+    (data.pareto.length < data.total ? ` (${data.pareto.length} shown: the front and an even spread)` : "");
 }
 
 async function drawImportance(st) {
@@ -325,7 +358,8 @@ async function drawImportance(st) {
     datasets: [{label: "share of variance", data: data.importance.map(i => i.share), backgroundColor: "#2563eb"}]},
     options: {indexAxis: "y", plugins: {legend: {display: false}}, scales: {x: {min: 0, max: 1}}}});
   $("#chart-importance-note").textContent = data.importance.length
-    ? `main effects over ${data.trials} trial(s)` + (data.step >= 0 ? `, compared at step ${data.step}` : "")
+    ? `main effects over ${data.trials} trial(s)` + (data.sampled < data.trials ? ` (an even spread of ${data.sampled})` : "") +
+      (data.step >= 0 ? `, compared at step ${data.step}` : "")
     : "needs at least 5 trials with a value";
 }
 
@@ -410,7 +444,8 @@ async function drawParallel(st) {
       filters(st); table(st); drawParallel(st);
     };
   };
-  $("#chart-parallel-note").textContent = `${data.trials.length} finished trial(s), coloured by ${data.metric}`;
+  $("#chart-parallel-note").textContent = `${data.total} finished trial(s), coloured by ${data.metric}` +
+    (data.trials.length < data.total ? `; ${data.trials.length} drawn: the best half and an even spread of the rest` : "");
 }
 
 // Which GPU (node and index) ran which trial, when.
@@ -492,9 +527,9 @@ async function trialPage(id) {
   };
   await load();
   await log();
-  live(`api/sweeps/${data.sweep.id}/events?since=0`, e => {
-    if (e.trial && Number(e.trial.id) === Number(id)) load().catch(() => {});
-  });
+  live(`api/sweeps/${data.sweep.id}/events?since=now`, e => {
+    if (!e || (e.trial && Number(e.trial.id) === Number(id))) load().catch(() => {});
+  }, async () => ended(await api(`api/sweeps/${data.sweep.id}`)));
   timers.push(setInterval(() => { if (short(data.trial.state) === "RUNNING") log(); }, 1000));
 }
 

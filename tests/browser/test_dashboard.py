@@ -14,6 +14,7 @@ Screenshots go to $HPO_SHOTS (default: a temp dir); docs/dashboard.md shows them
 
 Skips (exit 77) without chromium, chromedriver or selenium, except in CI.
 """
+import gzip
 import json
 import os
 import re
@@ -247,6 +248,24 @@ class DashboardTest(unittest.TestCase):
         self.assertTrue(trials)
         for l in trials:  # the ids in the message are the fields
             self.assertEqual(l["trial"], int(re.search(r"\btrial (\d+)", l["message"])[1]), l)
+
+    def test_4_compressed_as_asked(self):
+        # A browser takes "gzip, deflate, br": hpod answers gzip, the same bytes once decoded;
+        # a client that takes nothing gets them as they are.
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        opener.open(hpo("dashboard"), timeout=10)
+        for path in ["chart.js", "app.js", f"api/sweeps/{self.two}/trials?limit=1000"]:
+            plain = opener.open(self.base + path, timeout=10)
+            self.assertIsNone(plain.headers.get("Content-Encoding"), path)
+            body = plain.read()
+            self.assertGreater(len(body), 1024, path)  # small answers go as they are
+            zipped = opener.open(urllib.request.Request(
+                self.base + path, headers={"Accept-Encoding": "gzip, deflate, br"}), timeout=10)
+            self.assertEqual(zipped.headers.get("Content-Encoding"), "gzip", path)
+            self.assertEqual(gzip.decompress(zipped.read()), body, path)
+            refused = opener.open(urllib.request.Request(
+                self.base + path, headers={"Accept-Encoding": "gzip;q=0"}), timeout=10)
+            self.assertIsNone(refused.headers.get("Content-Encoding"), path)
 
 
 if __name__ == "__main__":

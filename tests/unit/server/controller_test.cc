@@ -398,7 +398,15 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   ASSERT_TRUE(controller().Watch(id, 0, early).ok());
   size_t replayed = early->events.size();
   EXPECT_GT(replayed, 3u);
+  // A negative since_seq: nothing of the past, only what comes next.
+  auto only_new = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(controller().Watch(id, -1, only_new).ok());
+  EXPECT_TRUE(only_new->events.empty());
   RunUntilEnded();
+  ASSERT_TRUE(only_new->closed.has_value());
+  ASSERT_EQ(only_new->events.size(), early->events.size() - replayed);
+  EXPECT_GT(only_new->events.front().seq(), early->events[replayed - 1].seq());
+  EXPECT_EQ(only_new->events.back().seq(), early->events.back().seq());
   ASSERT_TRUE(early->closed.has_value());
   EXPECT_TRUE(early->closed->ok());
   const v1::Event& last = early->events.back();
@@ -415,6 +423,12 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   EXPECT_EQ(resumed->events.size(), early->events.size() - replayed / 2 - 1);
   EXPECT_EQ(resumed->events.back().seq(), last.seq());
   EXPECT_TRUE(absl::IsNotFound(controller().Watch(id + 9, 0, resumed)));
+  // An ended sweep's new events: none, and the stream ends at once.
+  auto after_end = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(controller().Watch(id, -1, after_end).ok());
+  EXPECT_TRUE(after_end->events.empty());
+  ASSERT_TRUE(after_end->closed.has_value());
+  EXPECT_TRUE(after_end->closed->ok());
 }
 
 TEST_F(ControllerTest, CrashMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/true); }
