@@ -27,8 +27,9 @@ case "${1:-}" in
     trap 'rm -rf "$work"' EXIT
     mkdir -p build-fuzz/crashes
     # ASan's leak check is off: the rpc target keeps one daemon alive across inputs on purpose.
+    # A finding exits 1: libFuzzer's own 77 would read as a skip to ctest.
     ASAN_OPTIONS=detect_leaks=0 "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-      -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/ \
+      -max_len=65536 -error_exitcode=1 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/ \
       "$work" "tests/fuzz/corpus/$target" 2>&1 | tail -n 25
     ;;
   *)

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <csignal>
+#include <map>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -775,6 +776,41 @@ namespace hpo::server {
 
 using spec_parse::Parser;
 
+void Parser::CheckDuplicateKeys(const YAML::Node& root) {
+  std::vector<YAML::Node> todo = {root};  // a stack, not recursion: nesting may be deep
+  // Each collection once, known by where it starts: aliases share nodes, and a file of aliases
+  // of aliases would otherwise be walked exponentially often.
+  std::set<std::pair<int, bool>> seen;
+  std::vector<std::pair<YAML::Mark, std::string>> twice;
+  while (!todo.empty()) {
+    YAML::Node node = todo.back();
+    todo.pop_back();
+    if ((node.IsSequence() || node.IsMap()) &&
+        !seen.emplace(node.Mark().pos, node.IsMap()).second) {
+      continue;
+    }
+    if (node.IsSequence()) {
+      for (const YAML::Node& item : node) todo.push_back(item);
+    } else if (node.IsMap()) {
+      std::map<std::string, int> first_line;
+      for (const auto& kv : node) {
+        if (kv.first.IsScalar()) {
+          auto [it, fresh] = first_line.emplace(kv.first.Scalar(), kv.first.Mark().line + 1);
+          if (!fresh) {
+            twice.emplace_back(kv.first.Mark(),
+                               absl::StrCat("'", kv.first.Scalar(),
+                                            "' is given twice (first on line ", it->second, ")"));
+          }
+        }
+        todo.push_back(kv.second);
+      }
+    }
+  }
+  std::sort(twice.begin(), twice.end(),
+            [](const auto& a, const auto& b) { return a.first.pos < b.first.pos; });
+  for (const auto& [mark, msg] : twice) Error(mark, msg);
+}
+
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
                            const std::string& base_dir) {
   ParseResult result;
@@ -794,7 +830,8 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
       result.errors.push_back(absl::StrCat(name, ":1:1: the sweep file is empty"));
       return result;
     }
-    parser.Top(root, spec);
+    parser.CheckDuplicateKeys(root);
+    if (parser.errors().empty()) parser.Top(root, spec);
   } catch (const YAML::Exception& e) {
     parser.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
   }

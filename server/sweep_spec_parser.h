@@ -57,6 +57,10 @@ class Parser {
   }
   void Error(const YAML::Node& node, absl::string_view msg) { Error(node.Mark(), msg); }
 
+  // Reports every key given twice in one mapping anywhere in `root` (YAML leaves it to the
+  // reader; a parameter given twice would be two parameters of one name).
+  void CheckDuplicateKeys(const YAML::Node& root);
+
   // Reports keys of `map` not in `allowed`, suggesting the nearest allowed key.
   void CheckKeys(const YAML::Node& map, const std::string& where,
                  const std::vector<std::string>& allowed) {

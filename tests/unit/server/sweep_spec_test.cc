@@ -136,6 +136,32 @@ TEST(SweepSpec, RandomNeedsABound) {
                   .empty());
 }
 
+TEST(SweepSpec, AKeyGivenTwiceIsAnError) {
+  // A parameter given twice would be two parameters of one name.
+  auto e = Errors(R"(parameters:
+  lr: {type: float, low: 0.001, high: 1.0, log: true}
+  hidden: [4, 8]
+  lr: {type: float, low: 0.003, high: 1.0, log: true}
+objective: {metric: m, direction: max}
+command: x
+budget: {max_trials: 5, max_trials: 6}
+)");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:3: 'lr' is given twice (first on line 2)"));
+  EXPECT_THAT(e[1], HasSubstr("bad.yaml:7:25: 'max_trials' is given twice (first on line 7)"));
+  // At the top, and inside a list.
+  e = Errors(
+      "parameters: {x: [1, 2]}\nobjective: {metric: m, direction: max}\ncommand: x\n"
+      "objective: {metric: n, direction: min}\nenqueue: [{x: 1, x: 2}]\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:1: 'objective' is given twice (first on line 2)"));
+  EXPECT_THAT(e[1], HasSubstr("bad.yaml:5:18: 'x' is given twice (first on line 5)"));
+  // The same value under an alias is not a key given twice.
+  EXPECT_TRUE(Errors("parameters: {x: &v [1, 2], y: *v}\nobjective: {metric: m, direction: max}\n"
+                     "command: x\nbudget: {max_trials: 5}\n")
+                  .empty());
+}
+
 TEST(SweepSpec, RefusesEmptyAndHugeFiles) {
   EXPECT_THAT(Errors(""), ::testing::ElementsAre(HasSubstr("empty")));
   EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')),
