@@ -14,6 +14,9 @@
 
 namespace hpo {
 
+// Seconds since the Unix epoch, with fractions (the store's and the dashboard's times).
+inline double UnixSeconds(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "hpo/v1/states.h"
 #include "server/objectives.h"
@@ -19,8 +20,6 @@ namespace hpo::server {
 namespace {
 
 using json = nlohmann::json;
-
-double Unix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 
 // The value of a curve at its first point at or past `step`, if it has one.
 std::optional<double> ValueAt(const std::vector<std::pair<int64_t, double>>& curve, int64_t step) {
@@ -498,8 +497,8 @@ absl::StatusOr<json> DashboardData::Timeline(int64_t sweep_id, int max_bars) con
                         {"trial", r.id},
                         {"number", r.number},
                         {"state", v1::StateName(r.state)},
-                        {"start", Unix(from)},
-                        {"end", Unix(to)}});
+                        {"start", UnixSeconds(from)},
+                        {"end", UnixSeconds(to)}});
       }
     }
   };
@@ -522,7 +521,7 @@ absl::StatusOr<json> DashboardData::Timeline(int64_t sweep_id, int max_bars) con
     sorted.resize(static_cast<size_t>(max_bars));
     bars = json(sorted);
   }
-  return json{{"now", Unix(now_)}, {"bars", std::move(bars)}};
+  return json{{"now", UnixSeconds(now_)}, {"bars", std::move(bars)}};
 }
 
 absl::StatusOr<json> DashboardData::Trial(int64_t trial_id, int max_points) const {

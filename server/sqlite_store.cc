@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "hpo/v1/states.h"
 #include "nlohmann/json.hpp"
 #include "server/convert.h"
@@ -147,7 +148,6 @@ const std::vector<const char*> kMigrations = {
     "CREATE INDEX events_by_trial ON events(trial_id, seq);",
 };
 
-double ToUnix(absl::Time t) { return absl::ToDoubleSeconds(t - absl::UnixEpoch()); }
 absl::Time FromUnix(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
 
 algorithms::Params ParamsFromJson(const json& j) {
@@ -180,8 +180,8 @@ std::string SegmentsToJson(const std::vector<SegmentRecord>& segments) {
   json out = json::array();
   for (const SegmentRecord& s : segments) {
     out.push_back({{"number", s.number},
-                   {"started_at", ToUnix(s.started_at)},
-                   {"ended_at", ToUnix(s.ended_at)},
+                   {"started_at", UnixSeconds(s.started_at)},
+                   {"ended_at", UnixSeconds(s.ended_at)},
                    {"backend_id", s.backend_id},
                    {"gpus", s.gpus},
                    {"gpu_seconds", s.gpu_seconds},
@@ -220,7 +220,7 @@ std::optional<double> OptReal(sqlite3_stmt* st, int col) {
 
 void BindOptTime(sqlite3_stmt* st, int idx, const std::optional<absl::Time>& t) {
   if (t)
-    sqlite3_bind_double(st, idx, ToUnix(*t));
+    sqlite3_bind_double(st, idx, UnixSeconds(*t));
   else
     sqlite3_bind_null(st, idx);
 }
@@ -622,7 +622,7 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
     BindText(st, 5, s.base_dir);
     BindText(st, 6, v1::SweepState_Name(s.state));
     BindText(st, 7, s.message);
-    sqlite3_bind_double(st, 8, ToUnix(s.created_at));
+    sqlite3_bind_double(st, 8, UnixSeconds(s.created_at));
     BindOptTime(st, 9, s.ended_at);
     BindText(st, 10, s.owner);
     BindText(st, 11, s.backend);
@@ -663,7 +663,7 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
     sqlite3_bind_double(st, 7, *t.objective);
   else
     sqlite3_bind_null(st, 7);
-  sqlite3_bind_double(st, 8, ToUnix(t.created_at));
+  sqlite3_bind_double(st, 8, UnixSeconds(t.created_at));
   BindOptTime(st, 9, t.started_at);
   BindOptTime(st, 10, t.ended_at);
   sqlite3_bind_int(st, 11, t.exit_code);
@@ -726,7 +726,7 @@ absl::Status SqliteStore::WriteReport(const ReportRecord& r) {
     sqlite3_bind_int64(st, 2, r.step);
     BindText(st, 3, metric);
     sqlite3_bind_double(st, 4, value);
-    sqlite3_bind_double(st, 5, ToUnix(r.time));
+    sqlite3_bind_double(st, 5, UnixSeconds(r.time));
     sqlite3_bind_int64(st, 6, r.report_id);
     if (sqlite3_step(st) != SQLITE_DONE) {
       return Error(absl::StrCat("storing a report of trial ", r.trial_id));
@@ -756,7 +756,7 @@ absl::Status SqliteStore::UpsertAllocation(const AllocationRecord& a) {
   sqlite3_bind_int64(st, 2, a.sweep_id);
   sqlite3_bind_int(st, 3, a.gpus);
   sqlite3_bind_int(st, 4, a.nodes);
-  sqlite3_bind_double(st, 5, ToUnix(a.started_at));
+  sqlite3_bind_double(st, 5, UnixSeconds(a.started_at));
   BindOptTime(st, 6, a.ended_at);
   BindOptTime(
       st, 7,
@@ -918,7 +918,7 @@ absl::StatusOr<std::vector<ReportRecord>> SqliteStore::LoadReports(int64_t trial
     double time = sqlite3_column_double(st, 3);
     int64_t report_id = sqlite3_column_int64(st, 4);
     // Rows of one report share step, time and id; fold them back into one record.
-    if (out.empty() || out.back().step != step || ToUnix(out.back().time) != time ||
+    if (out.empty() || out.back().step != step || UnixSeconds(out.back().time) != time ||
         out.back().report_id != report_id) {
       ReportRecord r;
       r.trial_id = trial_id;

@@ -777,20 +777,20 @@ namespace hpo::server {
 using spec_parse::Parser;
 
 void Parser::CheckDuplicateKeys(const YAML::Node& root) {
-  std::vector<YAML::Node> todo = {root};  // a stack, not recursion: nesting may be deep
+  std::vector<YAML::Node> stack = {root};  // not recursion: nesting may be deep
   // Each collection once, known by where it starts: aliases share nodes, and a file of aliases
   // of aliases would otherwise be walked exponentially often.
   std::set<std::pair<int, bool>> seen;
   std::vector<std::pair<YAML::Mark, std::string>> twice;
-  while (!todo.empty()) {
-    YAML::Node node = todo.back();
-    todo.pop_back();
+  while (!stack.empty()) {
+    YAML::Node node = stack.back();
+    stack.pop_back();
     if ((node.IsSequence() || node.IsMap()) &&
         !seen.emplace(node.Mark().pos, node.IsMap()).second) {
       continue;
     }
     if (node.IsSequence()) {
-      for (const YAML::Node& item : node) todo.push_back(item);
+      for (const YAML::Node& item : node) stack.push_back(item);
     } else if (node.IsMap()) {
       std::map<std::string, int> first_line;
       for (const auto& kv : node) {
@@ -802,7 +802,7 @@ void Parser::CheckDuplicateKeys(const YAML::Node& root) {
                                             "' is given twice (first on line ", it->second, ")"));
           }
         }
-        todo.push_back(kv.second);
+        stack.push_back(kv.second);
       }
     }
   }

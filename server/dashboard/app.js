@@ -363,17 +363,23 @@ async function drawImportance(st) {
     : "needs at least 5 trials with a value";
 }
 
-// Parallel coordinates on a canvas: an axis per parameter (log axes for log parameters) and the
-// objective last; dragging on an axis filters the table to that range.
-async function drawParallel(st) {
-  const data = await api(`api/sweeps/${st.id}/parallel`);
-  const canvas = $("#chart-parallel");
+// A canvas sized to its box at the screen's pixel density, and its 2D context in CSS pixels.
+function sharp(canvas) {
   const box = canvas.parentElement.getBoundingClientRect();
   const dpr = window.devicePixelRatio || 1;
   canvas.width = box.width * dpr; canvas.height = box.height * dpr;
   canvas.style.width = box.width + "px"; canvas.style.height = box.height + "px";
   const g = canvas.getContext("2d");
   g.scale(dpr, dpr);
+  return {box, g};
+}
+
+// Parallel coordinates on a canvas: an axis per parameter (log axes for log parameters) and the
+// objective last; dragging on an axis filters the table to that range.
+async function drawParallel(st) {
+  const data = await api(`api/sweeps/${st.id}/parallel`);
+  const canvas = $("#chart-parallel");
+  const {box, g} = sharp(canvas);
   const W = box.width, H = box.height, top = 28, bottom = H - 28;
   const objs = data.trials.map(t => t[1]);
   const axes = data.axes.map((a, i) => Object.assign({}, a, {index: i}));
@@ -452,12 +458,7 @@ async function drawParallel(st) {
 async function drawTimeline(st) {
   const data = await api(`api/sweeps/${st.id}/timeline`);
   const canvas = $("#chart-timeline");
-  const box = canvas.parentElement.getBoundingClientRect();
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = box.width * dpr; canvas.height = box.height * dpr;
-  canvas.style.width = box.width + "px"; canvas.style.height = box.height + "px";
-  const g = canvas.getContext("2d");
-  g.scale(dpr, dpr);
+  const {box, g} = sharp(canvas);
   g.clearRect(0, 0, box.width, box.height);
   const lanes = [...new Set(data.bars.map(b => b.lane))].sort();
   if (!lanes.length) {
