@@ -140,6 +140,10 @@ struct BackendEvent {
                // old
     kLaunchFailed,  // carrying out the launch failed: `message` says why, `infra` whose fault
     kAllocation,    // an allocation started, changed or ended (`allocation`; trial_id is 0)
+    // A resumable trial is about to be told to checkpoint (`interruption`, `message`): the
+    // controller records that, and the backend sends the signal at the next Act(), after the
+    // record is durable. However the segment then exits, it continues as its next segment.
+    kCheckpoint,
   };
   Kind kind = Kind::kStarted;
   int64_t trial_id = 0;
@@ -151,7 +155,7 @@ struct BackendEvent {
   std::string gpus;             // kStarted: the CUDA_VISIBLE_DEVICES it got
   std::string message;          // human-readable detail (exec failure, loss reason)
   bool infra = false;           // kLaunchFailed: the infrastructure's fault, not the trial's
-  Interruption interruption = Interruption::kNone;  // kLost: what took it
+  Interruption interruption = Interruption::kNone;  // kLost, kCheckpoint: what took it
   AllocationUsage allocation;                       // kAllocation
 
   static BackendEvent Of(Kind kind, int64_t trial_id, absl::Time time) {

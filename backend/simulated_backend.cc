@@ -100,6 +100,13 @@ absl::Status SimulatedBackend::Adopt(const LaunchSpec& spec, const std::string&,
   return absl::OkStatus();
 }
 
+void SimulatedBackend::Act() {
+  for (int64_t trial_id : to_checkpoint_) {
+    if (trials_.count(trial_id) > 0) checkpoint_signals_.push_back(trial_id);
+  }
+  to_checkpoint_.clear();
+}
+
 std::vector<BackendEvent> SimulatedBackend::Poll() {
   std::vector<BackendEvent> out;
   out.swap(allocation_events_);
@@ -112,6 +119,15 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
       e.backend_id = absl::StrCat("sim:", it->first);
       e.gpus = sim.grant.CudaVisibleDevices();
       out.push_back(e);
+    }
+    if (sim.started && sim.fate.checkpoint_after && !sim.told_to_checkpoint &&
+        now >= sim.start + *sim.fate.checkpoint_after && now < sim.end) {
+      sim.told_to_checkpoint = true;
+      BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kCheckpoint, it->first, now);
+      e.interruption = sim.fate.interruption;
+      e.message = absl::StrCat(InterruptionWords(sim.fate.interruption), " is near (simulated)");
+      out.push_back(e);
+      to_checkpoint_.push_back(it->first);
     }
     if (sim.started && now >= sim.end) {
       BackendEvent e =

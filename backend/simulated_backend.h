@@ -30,6 +30,9 @@ struct SimulatedFate {
   bool lost = false;                                       // ends kLost instead of kExited
   Interruption interruption = Interruption::kNodeFailure;  // what took it, when lost
   absl::Duration stop_after = absl::ZeroDuration();        // how long it takes to honour a stop
+  // This long after it started, it is told to checkpoint for `interruption` (kCheckpoint, and
+  // the signal at the next Act); it still ends as the rest of the fate says.
+  std::optional<absl::Duration> checkpoint_after;
 };
 
 class SimulatedBackend final : public Backend {
@@ -69,6 +72,9 @@ class SimulatedBackend final : public Backend {
   // Every LaunchSpec seen, in order (for assertions); not kept after keep_launched(false), so
   // that a benchmark of many trials measures the controller's memory, not this record's.
   const std::vector<LaunchSpec>& launched() const { return launched_; }
+  // The trials told to checkpoint, in the order the signals went (at Act).
+  const std::vector<int64_t>& checkpoint_signals() const { return checkpoint_signals_; }
+  void Act() override;
   void keep_launched(bool keep) { keep_launched_ = keep; }
 
  private:
@@ -81,6 +87,7 @@ class SimulatedBackend final : public Backend {
     absl::Time end;
     bool started = false;
     bool stop_requested = false;
+    bool told_to_checkpoint = false;
   };
   const Clock& clock_;
   ResourcePool pool_;
@@ -88,6 +95,7 @@ class SimulatedBackend final : public Backend {
   std::map<int64_t, Sim> trials_;
   std::vector<LaunchSpec> launched_;
   bool keep_launched_ = true;
+  std::vector<int64_t> to_checkpoint_, checkpoint_signals_;
   // Allocations (set_allocations): by sweep, the one it holds and since when it has been idle.
   void Allocate(int64_t sweep_id, absl::Time at);
   void ReleaseIdle(absl::Time now, std::vector<BackendEvent>& out);

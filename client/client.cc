@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "common/shell_quote.h"
 #include "common/status_macros.h"
+#include "common/token.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -156,11 +157,34 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
   req.set_sweep_id(sweep_id);
   HPO_UNARY(ResumeSweep, req, resp.sweep())
 }
-absl::StatusOr<v1::Sweep> Client::Extend(const v1::ExtendSweepRequest& req){HPO_UNARY(
-    ExtendSweep, req,
-    resp.sweep())} absl::StatusOr<v1::Sweep> Client::Enqueue(const v1::EnqueueRequest& req){
-    HPO_UNARY(Enqueue, req,
-              resp.sweep())} absl::StatusOr<v1::AskResponse> Client::Ask(int64_t sweep_id) {
+// A change sent with a key of its own (request_id) and sent again, with the same key, while hpod
+// is unreachable or its answer is late: hpod applies it once, however many times it arrived.
+template <typename Request, typename Send>
+absl::StatusOr<v1::Sweep> SendOnce(Request req, Send send) {
+  if (req.request_id().empty()) req.set_request_id(RandomHex(16));
+  absl::Time give_up = absl::Now() + absl::Minutes(1);
+  absl::Duration backoff = absl::Milliseconds(200);
+  while (true) {
+    absl::StatusOr<v1::Sweep> sweep = send(req);
+    bool retryable =
+        absl::IsUnavailable(sweep.status()) || absl::IsDeadlineExceeded(sweep.status());
+    if (!retryable || absl::Now() + backoff > give_up) return sweep;
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+  }
+}
+
+absl::StatusOr<v1::Sweep> Client::Extend(const v1::ExtendSweepRequest& request) {
+  return SendOnce(request, [this](const v1::ExtendSweepRequest& req) -> absl::StatusOr<v1::Sweep> {
+    HPO_UNARY(ExtendSweep, req, resp.sweep())
+  });
+}
+absl::StatusOr<v1::Sweep> Client::Enqueue(const v1::EnqueueRequest& request) {
+  return SendOnce(request, [this](const v1::EnqueueRequest& req) -> absl::StatusOr<v1::Sweep> {
+    HPO_UNARY(Enqueue, req, resp.sweep())
+  });
+}
+absl::StatusOr<v1::AskResponse> Client::Ask(int64_t sweep_id) {
   v1::AskRequest req;
   req.set_sweep_id(sweep_id);
   HPO_UNARY(Ask, req, resp)

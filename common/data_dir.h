@@ -29,6 +29,9 @@ class DataDir {
   std::string user_token_path(const std::string& user) const {
     return users_dir() + "/" + user + layout::kUserTokenSuffix;
   }
+  std::string user_access_path(const std::string& user) const {
+    return users_dir() + "/" + user + layout::kUserAccessSuffix;
+  }
   std::string pid_path() const { return File(layout::kDaemonPid); }
   std::string lock_path() const { return File(layout::kDaemonLock); }
   std::string log_path() const { return File(layout::kDaemonLog); }

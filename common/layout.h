@@ -9,6 +9,7 @@
 //     tcp_port         the port of the last run, asked for again at the next start
 //     token            the owner's token, mode 0600
 //     users/NAME.token tokens of other users of a shared daemon, mode 0600
+//     users/NAME.access  their roles (server/auth.h)
 //     hpod.pid         pid of the running daemon
 //     hpod.lock        held (flock) by the running daemon: one daemon per data directory
 //     hpod.log         the daemon's log when started in the background
@@ -34,6 +35,7 @@ inline constexpr char kDashboardPort[] = "dashboard_port";
 inline constexpr char kToken[] = "token";
 inline constexpr char kUsersDir[] = "users";
 inline constexpr char kUserTokenSuffix[] = ".token";
+inline constexpr char kUserAccessSuffix[] = ".access";
 inline constexpr char kDaemonPid[] = "hpod.pid";
 inline constexpr char kDaemonLock[] = "hpod.lock";
 inline constexpr char kDaemonLog[] = "hpod.log";

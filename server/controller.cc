@@ -34,8 +34,14 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
 
 Controller::~Controller() { Shutdown(); }
 
-std::string Controller::MetricsText() const {
-  return metrics_.Text(table_, backend_, clock_.Now());
+std::string Controller::MetricsText(const Caller& caller) const {
+  if (caller.owner() || caller.kind == Caller::Kind::kMetrics) {
+    return metrics_.Text(table_, backend_, clock_.Now(), nullptr);
+  }
+  return metrics_.Text(table_, backend_, clock_.Now(), [&caller](const SweepRuntime& sweep) {
+    SweepRef ref{sweep.rec.id, sweep.rec.owner};
+    return server::Authorize(caller, Action::kView, &ref).ok();
+  });
 }
 
 absl::Status Controller::Recover() {
@@ -123,7 +129,7 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
   if (req.warm_start_sweep() > 0) planned.plan->spec.warm_start_sweep = req.warm_start_sweep();
   std::vector<TrialRecord> inherited;
   if (int64_t from = planned.plan->spec.warm_start_sweep; from > 0) {
-    ASSIGN_OR_RETURN(inherited, WarmStartTrials(planned.plan->spec, from, owner));
+    ASSIGN_OR_RETURN(inherited, WarmStartTrials(planned.plan->spec, from));
   }
   auto sweep = std::make_unique<SweepRuntime>();
   sweep->plan = std::move(*planned.plan);
@@ -161,11 +167,11 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
   return View(s);
 }
 
-absl::StatusOr<std::vector<TrialRecord>> Controller::WarmStartTrials(
-    const SweepSpec& spec, int64_t from, const std::string& owner) const {
+absl::StatusOr<std::vector<TrialRecord>> Controller::WarmStartTrials(const SweepSpec& spec,
+                                                                     int64_t from) const {
   const std::string where = absl::StrCat("warm_start from sweep ", from);
   SweepRuntime* old = table_.FindSweep(from);
-  if (old == nullptr || old->rec.owner != owner) {
+  if (old == nullptr) {  // only the daemon's owner submits (server/auth.h): every sweep is hers
     return absl::InvalidArgumentError(absl::StrCat(where, ": there is no sweep ", from));
   }
   if (!old->plan.sampler) {
@@ -236,21 +242,25 @@ std::vector<v1::Sweep> Controller::ListSweeps(bool active_only, const Caller* ca
   std::vector<v1::Sweep> out;
   for (const auto& [id, sweep] : table_.sweeps()) {
     if (active_only && sweep->Final()) continue;
-    if (caller != nullptr && !CheckOwner(*caller, sweep->rec.owner, id).ok()) continue;
+    SweepRef ref{id, sweep->rec.owner};
+    if (caller != nullptr && !server::Authorize(*caller, Action::kView, &ref).ok()) continue;
     out.push_back(View(*sweep));
   }
   return out;
 }
 
-absl::Status Controller::CheckSweepAccess(int64_t sweep_id, const Caller& caller) const {
-  ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(sweep_id));
-  return CheckOwner(caller, sweep->rec.owner, sweep_id);
-}
-
-absl::Status Controller::CheckTrialAccess(int64_t trial_id, const Caller& caller) const {
-  auto [sweep, trial] = table_.FindTrial(trial_id);
-  if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
-  return CheckOwner(caller, sweep->rec.owner, sweep->rec.id);
+absl::Status Controller::Authorize(const Caller& caller, const Need& need) const {
+  const SweepRuntime* sweep = nullptr;
+  if (need.trial_id != 0) {
+    sweep = table_.FindTrial(need.trial_id).first;
+    if (sweep == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", need.trial_id));
+  } else if (need.sweep_id != 0 || need.action == Action::kView ||
+             need.action == Action::kOperate) {
+    ASSIGN_OR_RETURN(sweep, FindSweep(need.sweep_id));
+  }
+  if (sweep == nullptr) return server::Authorize(caller, need.action);
+  SweepRef ref{sweep->rec.id, sweep->rec.owner};
+  return server::Authorize(caller, need.action, &ref);
 }
 
 absl::StatusOr<v1::Sweep> Controller::Cancel(int64_t sweep_id) {
@@ -293,6 +303,8 @@ absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
 
 absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) {
   ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(req.sweep_id()));
+  const std::string fingerprint = ChangeFingerprint(req);
+  if (auto replayed = Replayed(*sweep, req.request_id(), fingerprint)) return *replayed;
   const std::string id = absl::StrCat("sweep ", req.sweep_id());
   RETURN_IF_ERROR(CheckChangeable(*sweep, "extended"));
   const Budget& now_budget = sweep->spec().budget;
@@ -369,6 +381,7 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
     return absl::InvalidArgumentError(
         absl::StrCat("extend: ", id, " made all its ", limit, " trial(s); give --trials too"));
   }
+  NoteApplied(*sweep, req.request_id(), fingerprint);
   Change(*sweep, change, absl::StrCat("extended by the user: ", absl::StrJoin(said, ", ")));
   return View(*sweep);
 }
@@ -404,6 +417,30 @@ absl::Status Controller::CheckChangeable(const SweepRuntime& sweep, const char* 
   return absl::OkStatus();
 }
 
+std::optional<absl::StatusOr<v1::Sweep>> Controller::Replayed(
+    const SweepRuntime& sweep, const std::string& key, const std::string& fingerprint) const {
+  if (key.empty()) return std::nullopt;
+  for (const auto& [applied, print] : sweep.rec.applied) {
+    if (applied != key) continue;
+    if (print != fingerprint) {
+      return absl::InvalidArgumentError(absl::StrCat("sweep ", sweep.rec.id, ": request ", key,
+                                                     " was applied before with other values"));
+    }
+    spdlog::info("sweep {}: request {} was applied before; not again", sweep.rec.id, key);
+    return View(sweep);
+  }
+  return std::nullopt;
+}
+
+void Controller::NoteApplied(SweepRuntime& sweep, const std::string& key,
+                             const std::string& fingerprint) {
+  if (key.empty()) return;
+  constexpr size_t kKept = 64;  // retries come within minutes; a sweep is changed rarely
+  auto& applied = sweep.rec.applied;
+  applied.emplace_back(key, fingerprint);
+  if (applied.size() > kKept) applied.erase(applied.begin(), applied.end() - kKept);
+}
+
 void Controller::Change(SweepRuntime& sweep, const BudgetChange& change,
                         const std::string& message) {
   sweep.rec.budget_change = change;
@@ -424,6 +461,8 @@ void Controller::Change(SweepRuntime& sweep, const BudgetChange& change,
 
 absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
   ASSIGN_OR_RETURN(SweepRuntime * sweep, FindSweep(req.sweep_id()));
+  const std::string fingerprint = ChangeFingerprint(req);
+  if (auto replayed = Replayed(*sweep, req.request_id(), fingerprint)) return *replayed;
   const std::string id = absl::StrCat("sweep ", req.sweep_id());
   RETURN_IF_ERROR(CheckChangeable(*sweep, "given configurations"));
   if (req.points().empty()) return absl::InvalidArgumentError("enqueue: no configuration given");
@@ -460,6 +499,7 @@ absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
     absl::StrAppend(&message, "; budget.max_trials raised to ", want, " for them");
   }
   for (auto& p : points) sweep->rec.queue.push_back(std::move(p));
+  NoteApplied(*sweep, req.request_id(), fingerprint);
   Change(*sweep, change, message);
   return View(*sweep);
 }

@@ -83,10 +83,9 @@ class Controller {
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
   // Every sweep, or with `caller` set only those the caller may see.
   std::vector<v1::Sweep> ListSweeps(bool active_only, const Caller* caller = nullptr) const;
-  // OK when `caller` may see and act on the sweep (or the trial's sweep); NOT_FOUND when there
-  // is none, PERMISSION_DENIED when it is another user's.
-  [[nodiscard]] absl::Status CheckSweepAccess(int64_t sweep_id, const Caller& caller) const;
-  [[nodiscard]] absl::Status CheckTrialAccess(int64_t trial_id, const Caller& caller) const;
+  // The gate (server/auth.h) that every front door passes a call through before acting: OK,
+  // NOT_FOUND for a sweep or trial that is not there, PERMISSION_DENIED saying why.
+  [[nodiscard]] absl::Status Authorize(const Caller& caller, const Need& need) const;
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
@@ -122,8 +121,9 @@ class Controller {
   bool AllSweepsEnded() const { return table_.AllEnded(); }
   // The dashboard's reads of this controller's memory and store, as of now.
   DashboardData Dashboard() const { return DashboardData(table_, store_, clock_.Now()); }
-  // Prometheus's text of the counters and the gauges as of now (server/metrics.h).
-  std::string MetricsText() const;
+  // Prometheus's text of the counters and the gauges as of now (server/metrics.h): every
+  // sweep's series for the owner and a metrics token, only the sweeps a user may see for a user.
+  std::string MetricsText(const Caller& caller) const;
 
   // Thread-safe: what the report services measure.
   Metrics& metrics() { return metrics_; }
@@ -135,8 +135,8 @@ class Controller {
   // The completed trials of sweep `from` that lie in `spec`'s space (its parameters, a new one
   // at its default), as trials of a new sweep: COMPLETED, origin warm_start, never run.
   // INVALID_ARGUMENT when the sweeps have no parameter or objective in common.
-  [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> WarmStartTrials(
-      const SweepSpec& spec, int64_t from, const std::string& owner) const;
+  [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> WarmStartTrials(const SweepSpec& spec,
+                                                                         int64_t from) const;
   // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).
   [[nodiscard]] absl::Status CheckChangeable(const SweepRuntime& sweep, const char* verb) const;
   // `hpo extend --gpu-hours`/`--node-hours` (`unit`): the new budget from `set` or `add` (0:
@@ -145,6 +145,14 @@ class Controller {
   static absl::StatusOr<std::optional<double>> ExtendHours(
       const std::string& id, const char* unit, double set, double add, std::optional<double> budget,
       double used_seconds, std::optional<double> changed, std::vector<std::string>& said);
+  // A change whose key (`request_id`) the sweep applied before: the sweep as it is, or
+  // INVALID_ARGUMENT when that key came with other values; nullopt: apply it. NoteApplied
+  // records the key with the change, in the same write.
+  std::optional<absl::StatusOr<v1::Sweep>> Replayed(const SweepRuntime& sweep,
+                                                    const std::string& key,
+                                                    const std::string& fingerprint) const;
+  static void NoteApplied(SweepRuntime& sweep, const std::string& key,
+                          const std::string& fingerprint);
   // A new budget (`hpo extend`, `hpo enqueue`): applied and stored, and a sweep that had ended
   // reopens.
   void Change(SweepRuntime& sweep, const BudgetChange& change, const std::string& message);

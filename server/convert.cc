@@ -1,5 +1,10 @@
 #include "server/convert.h"
 
+#include <memory>
+
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "nlohmann/json.hpp"
 
 namespace hpo::server {
@@ -82,6 +87,24 @@ std::string ParamsToJsonText(const algorithms::Params& params) {
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+std::string ChangeFingerprint(const google::protobuf::Message& request) {
+  std::unique_ptr<google::protobuf::Message> copy(request.New());
+  copy->CopyFrom(request);
+  if (const auto* key = copy->GetDescriptor()->FindFieldByName("request_id")) {
+    copy->GetReflection()->ClearField(copy.get(), key);
+  }
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.SetSerializationDeterministic(true);
+    copy->SerializeToCodedStream(&out);
+  }
+  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits: stable across builds and runs
+  for (unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ull;
+  return absl::StrFormat("%016x", hash);
 }
 
 }  // namespace hpo::server

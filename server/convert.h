@@ -18,5 +18,8 @@ v1::ParamValue ToProto(const algorithms::ParamValue& v);
 v1::Trial ToProto(const TrialRecord& rec);
 std::string ParamsToJsonText(const algorithms::Params& params);
 grpc::Status ToGrpc(const absl::Status& s);
+// A change request's fingerprint, its request_id left out: equal values give equal text (a
+// retried request is told apart from another one under the same key).
+std::string ChangeFingerprint(const google::protobuf::Message& request);
 
 }  // namespace hpo::server

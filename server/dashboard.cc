@@ -22,7 +22,12 @@ namespace hpo::server {
 namespace {
 
 using json = nlohmann::json;
-constexpr char kCookie[] = "hpod_session";
+constexpr size_t kMaxBody = 64 * 1024;
+// What the page may load and where it may send requests: only the dashboard itself. Chart.js
+// and the page draw on canvases; data: is for the empty icon.
+constexpr char kContentSecurityPolicy[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 int HttpCode(const absl::Status& s) {
   switch (s.code()) {
@@ -140,22 +145,30 @@ int64_t IdOf(const httplib::Request& req) {
   return id;
 }
 
-int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback) {
+// A request's query parameters, copied: what work posted to the controller reads, so that it
+// never refers to a request that may be gone by the time it runs.
+using Params = httplib::Params;
+
+std::string Param(const Params& params, const char* name) {
+  auto it = params.find(name);
+  return it == params.end() ? std::string() : it->second;
+}
+
+int64_t IntParam(const Params& params, const char* name, int64_t fallback) {
   int64_t v = fallback;
-  if (req.has_param(name)) (void)absl::SimpleAtoi(req.get_param_value(name), &v);
+  if (auto it = params.find(name); it != params.end()) (void)absl::SimpleAtoi(it->second, &v);
   return v;
 }
 
 // "sort=param:lr&desc=1&state=RUNNING,COMPLETED&range=lr:0.001:0.1&offset=0&limit=50"
-absl::StatusOr<TrialQuery> QueryOf(const httplib::Request& req) {
+absl::StatusOr<TrialQuery> QueryOf(const Params& params) {
   TrialQuery q;
-  q.offset = IntParam(req, "offset", 0);
-  q.limit = IntParam(req, "limit", 50);
-  if (req.has_param("sort")) q.sort = req.get_param_value("sort");
-  q.descending = req.get_param_value("desc") == "1";
-  if (req.has_param("state")) {
-    for (absl::string_view s :
-         absl::StrSplit(req.get_param_value("state"), ',', absl::SkipEmpty())) {
+  q.offset = IntParam(params, "offset", 0);
+  q.limit = IntParam(params, "limit", 50);
+  if (params.count("sort") > 0) q.sort = Param(params, "sort");
+  q.descending = Param(params, "desc") == "1";
+  if (params.count("state") > 0) {
+    for (absl::string_view s : absl::StrSplit(Param(params, "state"), ',', absl::SkipEmpty())) {
       v1::TrialState state;
       if (!v1::TrialState_Parse(absl::StrCat("TRIAL_STATE_", s), &state)) {
         return absl::InvalidArgumentError(absl::StrCat("unknown trial state '", s, "'"));
@@ -163,8 +176,9 @@ absl::StatusOr<TrialQuery> QueryOf(const httplib::Request& req) {
       q.states.push_back(state);
     }
   }
-  for (size_t i = 0; i < req.get_param_value_count("range"); ++i) {
-    std::vector<std::string> f = absl::StrSplit(req.get_param_value("range", i), ':');
+  auto [from, to] = params.equal_range("range");
+  for (auto it = from; it != to; ++it) {
+    std::vector<std::string> f = absl::StrSplit(it->second, ':');
     double lo = 0, hi = 0;
     if (f.size() != 3 || !absl::SimpleAtod(f[1], &lo) || !absl::SimpleAtod(f[2], &hi)) {
       return absl::InvalidArgumentError("range is NAME:LOW:HIGH");
@@ -213,13 +227,45 @@ Dashboard::Dashboard(Options options, Controller& controller, TrialFiles& files,
       controller_(controller),
       files_(files),
       tokens_(tokens),
-      server_(std::make_unique<httplib::Server>()) {}
+      // Unique to this hpod (cookies are per host, not per port); __Secure- under TLS, so that a
+      // browser takes it only over HTTPS.
+      cookie_(absl::StrCat(options_.tls_cert.empty() ? "" : "__Secure-", "hpod_",
+                           options_.instance.empty() ? "dashboard" : options_.instance)) {}
 
 Dashboard::~Dashboard() { Stop(); }
 
 absl::Status Dashboard::Start() {
+  if (!options_.tls_cert.empty()) {
+    auto tls =
+        std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    if (!tls->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("the dashboard cannot use the certificate ",
+                                                     options_.tls_cert, " with its key ",
+                                                     options_.tls_key));
+    }
+    server_ = std::move(tls);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
   // Enough threads for several open pages, each holding one for its event stream.
   server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_->set_payload_max_length(kMaxBody);
+  server_->set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
+                                {"X-Content-Type-Options", "nosniff"},
+                                {"X-Frame-Options", "DENY"},
+                                {"Referrer-Policy", "no-referrer"}});
+  // Runs once the headers are read and before any body is: a request with a body (every POST)
+  // without a session is answered here, and its body never read.
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD" || req.path == "/metrics") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (Find(req, /*bearer_ok=*/false)) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 401;
+    res.set_header("Connection", "close");  // the unread body must not be taken for a request
+    res.set_content("Not logged in.\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   Routes();
   port_ = options_.port == 0
               ? server_->bind_to_any_port(options_.host)
@@ -246,14 +292,14 @@ void Dashboard::Stop() {
 }
 
 std::string Dashboard::url() const {
-  return absl::StrCat("http://", options_.host, ":", port_, "/");
+  return absl::StrCat(options_.tls_cert.empty() ? "http" : "https", "://", options_.host, ":",
+                      port_, "/");
 }
 
 absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Open(const std::string& address,
-                                                           const DataDir& data_dir,
+                                                           Options options, const DataDir& data_dir,
                                                            Controller& controller,
                                                            TrialFiles& files, TokenTable& tokens) {
-  Options options;
   size_t colon = address.rfind(':');
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &options.port) ||
       options.port < 0 || options.port > 65535) {
@@ -261,6 +307,9 @@ absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Open(const std::string& ad
         absl::StrCat("--dashboard ", address, ": give host:port (port 0: any), or none"));
   }
   options.host = address.substr(0, colon);
+  absl::StatusOr<std::string> instance = data_dir.ReadOrCreateInstanceId();
+  if (!instance.ok()) return instance.status();
+  options.instance = *instance;
   int remembered = 0;
   if (options.port == 0) {
     absl::StatusOr<std::string> kept = ReadFile(data_dir.dashboard_port_path());
@@ -269,7 +318,8 @@ absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Open(const std::string& ad
   auto dashboard = std::make_unique<Dashboard>(options, controller, files, tokens);
   if (remembered > 0) {
     dashboard->options_.port = remembered;
-    if (!dashboard->Start().ok()) {
+    if (absl::Status s = dashboard->Start(); !s.ok()) {
+      if (absl::IsInvalidArgument(s)) return s;
       spdlog::warn("the dashboard's port {} of the last start is taken; it gets another",
                    remembered);
       dashboard = std::make_unique<Dashboard>(options, controller, files, tokens);
@@ -293,20 +343,22 @@ std::string Dashboard::IssueLogin(const Caller& caller) {
   for (auto it = logins_.begin(); it != logins_.end();) {
     it = it->second.second < now ? logins_.erase(it) : std::next(it);
   }
-  logins_[token] = {caller, now + options_.login_ttl};
+  logins_[token] = {caller.token, now + options_.login_ttl};
   return absl::StrCat(url(), "login?token=", token);
 }
 
 void Dashboard::Login(const httplib::Request& req, httplib::Response& res) {
   std::string token = req.get_param_value("token");
-  std::optional<Caller> caller;
+  std::optional<std::string> credential;
   {
     std::lock_guard lock(mu_);
     auto it = logins_.find(token);
-    if (it != logins_.end() && it->second.second >= absl::Now()) caller = it->second.first;
+    if (it != logins_.end() && it->second.second >= absl::Now()) credential = it->second.first;
     if (it != logins_.end()) logins_.erase(it);  // one use, good or late
   }
-  if (!caller) {
+  // The user it was made for must still hold that token (not removed, not rotated since).
+  std::optional<Caller> caller = credential ? tokens_.Find(*credential) : std::nullopt;
+  if (!caller || !server::Authorize(*caller, Action::kUse).ok()) {
     res.status = 401;
     Send(req, res,
          "This login link is not valid (each works once, for a few minutes). Run `hpo dashboard` "
@@ -315,40 +367,79 @@ void Dashboard::Login(const httplib::Request& req, httplib::Response& res) {
     return;
   }
   std::string id = NewToken();
+  absl::Time now = absl::Now();
   {
     std::lock_guard lock(mu_);
-    sessions_[id] = {*caller, NewToken(), absl::Now()};
+    for (auto it = sessions_.begin(); it != sessions_.end();) {  // the idle ones go
+      it = now - it->second.last_used > options_.session_idle ? sessions_.erase(it) : std::next(it);
+    }
+    sessions_[id] = {*credential, NewToken(), now};
   }
   // No Path: the cookie belongs to the directory the dashboard is served from, also under a
   // reverse proxy's prefix.
   res.set_header("Set-Cookie",
-                 absl::StrCat(kCookie, "=", id, "; HttpOnly; SameSite=Strict; Max-Age=",
-                              absl::ToInt64Seconds(options_.session_idle)));
+                 absl::StrCat(cookie_, "=", id, "; HttpOnly; SameSite=Strict; Max-Age=",
+                              absl::ToInt64Seconds(options_.session_idle),
+                              options_.tls_cert.empty() ? "" : "; Secure"));
   res.set_redirect("./", 303);
 }
 
-std::optional<Dashboard::Session> Dashboard::Authorize(const httplib::Request& req,
-                                                       httplib::Response& res, bool bearer_ok) {
+void Dashboard::Logout(const httplib::Request& req, httplib::Response& res) {
+  std::optional<Visitor> visitor = Authorize(req, res);
+  if (!visitor) return;
+  if (!TokensEqual(req.get_header_value("X-HPO-CSRF"), visitor->csrf)) {
+    Reply(req, res,
+          absl::PermissionDeniedError("this request lacks the session's X-HPO-CSRF token"));
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    sessions_.erase(visitor->session);
+  }
+  res.set_header("Set-Cookie", absl::StrCat(cookie_, "=; HttpOnly; SameSite=Strict; Max-Age=0",
+                                            options_.tls_cert.empty() ? "" : "; Secure"));
+  spdlog::info("dashboard: {} logged out", visitor->caller.user);
+  Reply(req, res, json{{"logged_out", true}});
+}
+
+std::optional<Dashboard::Visitor> Dashboard::Find(const httplib::Request& req, bool bearer_ok) {
   std::string cookie = req.get_header_value("Cookie");
   for (absl::string_view part : absl::StrSplit(cookie, ';', absl::SkipWhitespace())) {
     part = absl::StripLeadingAsciiWhitespace(part);
-    if (!absl::ConsumePrefix(&part, kCookie) || !absl::ConsumePrefix(&part, "=")) continue;
-    std::lock_guard lock(mu_);
-    auto it = sessions_.find(std::string(part));
-    if (it == sessions_.end()) continue;
-    if (absl::Now() - it->second.last_used > options_.session_idle) {
-      sessions_.erase(it);
-      continue;
+    if (!absl::ConsumePrefix(&part, cookie_) || !absl::ConsumePrefix(&part, "=")) continue;
+    std::string id(part);
+    std::string token, csrf;
+    {
+      std::lock_guard lock(mu_);
+      auto it = sessions_.find(id);
+      if (it == sessions_.end()) continue;
+      if (absl::Now() - it->second.last_used > options_.session_idle) {
+        sessions_.erase(it);
+        continue;
+      }
+      it->second.last_used = absl::Now();
+      token = it->second.token;
+      csrf = it->second.csrf;
     }
-    it->second.last_used = absl::Now();
-    return it->second;
+    // The session acts as its token, as it stands now: gone with the user or the token.
+    if (std::optional<Caller> caller = tokens_.Find(token)) return Visitor{*caller, id, csrf};
+    std::lock_guard lock(mu_);
+    sessions_.erase(id);
   }
   if (bearer_ok) {
     std::string header = req.get_header_value("Authorization");
     absl::string_view auth = header;
     if (absl::ConsumePrefix(&auth, "Bearer ")) {
-      if (std::optional<Caller> c = tokens_.Find(auth)) return Session{*c, "", absl::Now()};
+      if (std::optional<Caller> c = tokens_.Find(auth)) return Visitor{*c, "", ""};
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<Dashboard::Visitor> Dashboard::Authorize(const httplib::Request& req,
+                                                       httplib::Response& res, bool bearer_ok) {
+  if (std::optional<Visitor> visitor = Find(req, bearer_ok)) {
+    if (bearer_ok || visitor->caller.kind != Caller::Kind::kMetrics) return visitor;
   }
   res.status = 401;
   res.set_header("Cache-Control", "no-store");
@@ -362,6 +453,8 @@ std::optional<Dashboard::Session> Dashboard::Authorize(const httplib::Request& r
 void Dashboard::Routes() {
   httplib::Server& s = *server_;
   s.Get("/login", [this](const httplib::Request& req, httplib::Response& res) { Login(req, res); });
+  s.Post("/logout",
+         [this](const httplib::Request& req, httplib::Response& res) { Logout(req, res); });
   // The page and its assets.
   for (const Asset& asset : DashboardAssets()) {
     std::optional<std::string> z = Gzip(absl::string_view(asset.data, asset.size));
@@ -371,93 +464,97 @@ void Dashboard::Routes() {
       Send(req, res, std::string(asset.data, asset.size), asset.type, gzipped);
     });
   }
-  auto get = [&](const std::string& pattern,
-                 std::function<absl::StatusOr<json>(const httplib::Request&, const Caller&)> fn) {
-    s.Get(pattern, [this, fn](const httplib::Request& req, httplib::Response& res) {
-      std::optional<Session> session = Authorize(req, res);
-      if (session) Reply(req, res, fn(req, session->caller));
+  // A view: `fn` runs on the controller's thread once the gate allows `action` on the sweep or
+  // trial in the path (`on`); it gets the query's parameters, copied.
+  enum class On { kNothing, kSweep, kTrial };
+  using View = std::function<absl::StatusOr<json>(const Params&, int64_t id, const Caller&)>;
+  auto view = [&](const std::string& pattern, On on, View fn) {
+    s.Get(pattern, [this, on, fn](const httplib::Request& req, httplib::Response& res) {
+      std::optional<Visitor> visitor = Authorize(req, res);
+      if (!visitor) return;
+      int64_t id = on == On::kNothing ? 0 : IdOf(req);
+      Need need{on == On::kNothing ? Action::kUse : Action::kView};
+      (on == On::kTrial ? need.trial_id : need.sweep_id) = id;
+      Reply(req, res,
+            OnController(controller_,
+                         [this, fn, need, id, params = req.params,
+                          caller = std::move(visitor->caller)]() -> absl::StatusOr<json> {
+                           if (absl::Status a = controller_.Authorize(caller, need); !a.ok())
+                             return a;
+                           return fn(params, id, caller);
+                         }));
     });
   };
   s.Get("/api/session", [this](const httplib::Request& req, httplib::Response& res) {
-    std::optional<Session> session = Authorize(req, res);
-    if (session) {
-      Reply(req, res, json{{"user", session->caller.user}, {"csrf", session->csrf}});
+    std::optional<Visitor> visitor = Authorize(req, res);
+    if (visitor) {
+      Reply(req, res, json{{"user", visitor->caller.user}, {"csrf", visitor->csrf}});
     }
   });
-  get("/api/sweeps", [this](const httplib::Request&, const Caller& c) {
-    return OnController(controller_, [this, c]() -> absl::StatusOr<json> {
-      json out = json::array();
-      for (const v1::Sweep& sweep : controller_.ListSweeps(false, &c))
-        out.push_back(ProtoJson(sweep));
-      return out;
-    });
+  view("/api/sweeps", On::kNothing, [this](const Params&, int64_t, const Caller& c) {
+    json out = json::array();
+    for (const v1::Sweep& sweep : controller_.ListSweeps(false, &c))
+      out.push_back(ProtoJson(sweep));
+    return absl::StatusOr<json>(std::move(out));
   });
-  // A sweep's views, each after the caller's access to it is checked.
-  auto sweep_get = [&](const std::string& what,
-                       std::function<absl::StatusOr<json>(const httplib::Request&, int64_t)> fn) {
-    get(absl::StrCat("/api/sweeps/(\\d+)", what),
-        [this, fn](const httplib::Request& req, const Caller& c) {
-          int64_t id = IdOf(req);
-          return OnController(controller_, [this, fn, &req, id, c]() -> absl::StatusOr<json> {
-            if (absl::Status a = controller_.CheckSweepAccess(id, c); !a.ok()) return a;
-            return fn(req, id);
-          });
-        });
-  };
-  sweep_get("", [this](const httplib::Request&, int64_t id) -> absl::StatusOr<json> {
-    absl::StatusOr<v1::Sweep> sweep = controller_.GetSweep(id);
-    if (!sweep.ok()) return sweep.status();
-    return ProtoJson(*sweep);
-  });
-  sweep_get("/trials", [this](const httplib::Request& req, int64_t id) -> absl::StatusOr<json> {
-    absl::StatusOr<TrialQuery> q = QueryOf(req);
-    if (!q.ok()) return q.status();
-    return controller_.Dashboard().Trials(id, *q);
-  });
-  sweep_get("/curves", [this](const httplib::Request& req, int64_t id) {
+  view("/api/sweeps/(\\d+)", On::kSweep,
+       [this](const Params&, int64_t id, const Caller& c) -> absl::StatusOr<json> {
+         absl::StatusOr<v1::Sweep> sweep = controller_.GetSweep(id);
+         if (!sweep.ok()) return sweep.status();
+         json out = ProtoJson(*sweep);
+         // Whether the page offers the actions: an operator's, or the owner's.
+         out["can_operate"] = controller_.Authorize(c, {Action::kOperate, id}).ok();
+         return out;
+       });
+  view("/api/sweeps/(\\d+)/trials", On::kSweep,
+       [this](const Params& p, int64_t id, const Caller&) -> absl::StatusOr<json> {
+         absl::StatusOr<TrialQuery> q = QueryOf(p);
+         if (!q.ok()) return q.status();
+         return controller_.Dashboard().Trials(id, *q);
+       });
+  view("/api/sweeps/(\\d+)/curves", On::kSweep, [this](const Params& p, int64_t id, const Caller&) {
     std::vector<int64_t> ids;
-    for (absl::string_view t :
-         absl::StrSplit(req.get_param_value("trials"), ',', absl::SkipEmpty())) {
+    for (absl::string_view t : absl::StrSplit(Param(p, "trials"), ',', absl::SkipEmpty())) {
       int64_t v = 0;
       if (absl::SimpleAtoi(t, &v)) ids.push_back(v);
     }
-    return controller_.Dashboard().Curves(id, ids, static_cast<int>(IntParam(req, "max", 50)),
-                                          static_cast<int>(IntParam(req, "points", 200)));
+    return controller_.Dashboard().Curves(id, ids, static_cast<int>(IntParam(p, "max", 50)),
+                                          static_cast<int>(IntParam(p, "points", 200)));
   });
-  sweep_get("/objective", [this](const httplib::Request& req, int64_t id) {
-    return controller_.Dashboard().Objective(id, static_cast<int>(IntParam(req, "max", 2000)));
-  });
-  sweep_get("/parallel", [this](const httplib::Request& req, int64_t id) {
-    return controller_.Dashboard().Parallel(id, static_cast<int>(IntParam(req, "max", 1000)));
-  });
-  sweep_get("/importance", [this](const httplib::Request&, int64_t id) {
-    return controller_.Dashboard().Importance(id);
-  });
-  sweep_get("/timeline", [this](const httplib::Request& req, int64_t id) {
-    return controller_.Dashboard().Timeline(id, static_cast<int>(IntParam(req, "max", 2000)));
-  });
-  get("/api/trials/(\\d+)", [this](const httplib::Request& req, const Caller& c) {
-    int64_t id = IdOf(req);
-    int points = static_cast<int>(IntParam(req, "points", 500));
-    return OnController(controller_, [this, id, c, points]() -> absl::StatusOr<json> {
-      if (absl::Status a = controller_.CheckTrialAccess(id, c); !a.ok()) return a;
-      return controller_.Dashboard().Trial(id, points);
-    });
+  view("/api/sweeps/(\\d+)/objective", On::kSweep,
+       [this](const Params& p, int64_t id, const Caller&) {
+         return controller_.Dashboard().Objective(id, static_cast<int>(IntParam(p, "max", 2000)));
+       });
+  view("/api/sweeps/(\\d+)/parallel", On::kSweep,
+       [this](const Params& p, int64_t id, const Caller&) {
+         return controller_.Dashboard().Parallel(id, static_cast<int>(IntParam(p, "max", 1000)));
+       });
+  view("/api/sweeps/(\\d+)/importance", On::kSweep,
+       [this](const Params&, int64_t id, const Caller&) {
+         return controller_.Dashboard().Importance(id);
+       });
+  view("/api/sweeps/(\\d+)/timeline", On::kSweep,
+       [this](const Params& p, int64_t id, const Caller&) {
+         return controller_.Dashboard().Timeline(id, static_cast<int>(IntParam(p, "max", 2000)));
+       });
+  view("/api/trials/(\\d+)", On::kTrial, [this](const Params& p, int64_t id, const Caller&) {
+    return controller_.Dashboard().Trial(id, static_cast<int>(IntParam(p, "points", 500)));
   });
   s.Get("/api/trials/(\\d+)/log", [this](const httplib::Request& req, httplib::Response& res) {
-    std::optional<Session> session = Authorize(req, res);
-    if (session) Log(req, res, session->caller);
+    std::optional<Visitor> visitor = Authorize(req, res);
+    if (visitor) Log(req, res, visitor->caller);
   });
   s.Get("/api/sweeps/(\\d+)/events", [this](const httplib::Request& req, httplib::Response& res) {
-    std::optional<Session> session = Authorize(req, res);
-    if (session) Events(req, res, session->caller);
+    std::optional<Visitor> visitor = Authorize(req, res);
+    if (visitor) Events(req, res, visitor->caller);
   });
-  // Actions: the session's CSRF token in X-HPO-CSRF, and the answer after the commit.
+  // Actions: the session's CSRF token in X-HPO-CSRF, and the answer after the commit. An extend
+  // carries the page's request_id, so that a retry after a lost answer applies it once.
   s.Post("/api/sweeps/(\\d+)/(cancel|pause|resume|extend)", [this](const httplib::Request& req,
                                                                    httplib::Response& res) {
-    std::optional<Session> session = Authorize(req, res);
-    if (!session) return;
-    if (session->csrf.empty() || !TokensEqual(req.get_header_value("X-HPO-CSRF"), session->csrf)) {
+    std::optional<Visitor> visitor = Authorize(req, res);
+    if (!visitor) return;
+    if (visitor->csrf.empty() || !TokensEqual(req.get_header_value("X-HPO-CSRF"), visitor->csrf)) {
       Reply(req, res,
             absl::PermissionDeniedError(
                 "this request lacks the session's X-HPO-CSRF token: refused"));
@@ -470,12 +567,13 @@ void Dashboard::Routes() {
       Reply(req, res, absl::InvalidArgumentError("the body must be a JSON object"));
       return;
     }
-    Caller c = session->caller;
     Reply(req, res,
           OnController(
               controller_,
-              [this, id, verb, body, c]() -> absl::StatusOr<json> {
-                if (absl::Status a = controller_.CheckSweepAccess(id, c); !a.ok()) return a;
+              [this, id, verb, body, c = std::move(visitor->caller)]() -> absl::StatusOr<json> {
+                if (absl::Status a = controller_.Authorize(c, {Action::kOperate, id}); !a.ok()) {
+                  return a;
+                }
                 absl::StatusOr<v1::Sweep> sweep;
                 if (verb == "cancel") {
                   sweep = controller_.Cancel(id);
@@ -490,27 +588,33 @@ void Dashboard::Routes() {
                   r.set_max_concurrent(body.value("max_concurrent", int64_t{0}));
                   r.set_wall_time_seconds(body.value("wall_time_seconds", 0.0));
                   r.set_add_gpu_hours(body.value("add_gpu_hours", 0.0));
+                  r.set_request_id(body.value("request_id", std::string()));
                   sweep = controller_.Extend(r);
                 }
                 if (!sweep.ok()) return sweep.status();
                 spdlog::info("sweep {}: {} from the dashboard by {}", id, verb, c.user);
-                return ProtoJson(*sweep);
+                json out = ProtoJson(*sweep);
+                out["can_operate"] = true;
+                return out;
               },
               /*writes=*/true));
   });
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorize(req, res, /*bearer_ok=*/true)) return;
-    auto promise = std::make_shared<std::promise<std::string>>();
-    std::future<std::string> text = promise->get_future();
-    controller_.Post([this, promise]() -> Controller::Done {
-      promise->set_value(controller_.MetricsText());
-      return nullptr;
-    });
-    if (text.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-      res.status = 503;
+    std::optional<Visitor> visitor = Authorize(req, res, /*bearer_ok=*/true);
+    if (!visitor) return;
+    if (absl::Status a = server::Authorize(visitor->caller, Action::kMetrics); !a.ok()) {
+      Reply(req, res, a);
       return;
     }
-    Send(req, res, text.get(), "text/plain; version=0.0.4");
+    absl::StatusOr<json> text = OnController(
+        controller_, [this, caller = std::move(visitor->caller)]() -> absl::StatusOr<json> {
+          return json(controller_.MetricsText(caller));
+        });
+    if (!text.ok()) {
+      Reply(req, res, text.status());
+      return;
+    }
+    Send(req, res, text->get<std::string>(), "text/plain; version=0.0.4");
   });
 }
 
@@ -518,7 +622,8 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
   int64_t id = IdOf(req);
   absl::StatusOr<json> dir =
       OnController(controller_, [this, id, caller]() -> absl::StatusOr<json> {
-        if (absl::Status a = controller_.CheckTrialAccess(id, caller); !a.ok()) return a;
+        if (absl::Status a = controller_.Authorize(caller, {Action::kView, 0, id}); !a.ok())
+          return a;
         absl::StatusOr<std::string> d = controller_.TrialDir(id);
         if (!d.ok()) return d.status();
         return json(*d);
@@ -530,7 +635,7 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
   const layout::TrialDir trial_dir(dir->get<std::string>());
   std::string path =
       req.get_param_value("stream") == "stderr" ? trial_dir.stderr_log() : trial_dir.stdout_log();
-  int64_t max = std::clamp<int64_t>(IntParam(req, "bytes", 16 * 1024), 1, 1 << 20);
+  int64_t max = std::clamp<int64_t>(IntParam(req.params, "bytes", 16 * 1024), 1, 1 << 20);
   auto promise = std::make_shared<std::promise<absl::StatusOr<TrialFiles::LogTail>>>();
   auto tail = promise->get_future();
   files_.Tail(path, max, [promise](absl::StatusOr<TrialFiles::LogTail> t) {
@@ -551,7 +656,8 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
 void Dashboard::Events(const httplib::Request& req, httplib::Response& res, const Caller& caller) {
   int64_t id = IdOf(req);
   // since=SEQ replays the events after SEQ first; without it (or since=now), only new ones.
-  const int64_t since = req.get_param_value("since") == "now" ? -1 : IntParam(req, "since", -1);
+  const int64_t since =
+      req.get_param_value("since") == "now" ? -1 : IntParam(req.params, "since", -1);
   auto sink = std::make_shared<StreamSink>();
   {
     std::lock_guard lock(mu_);
@@ -562,7 +668,7 @@ void Dashboard::Events(const httplib::Request& req, httplib::Response& res, cons
     streams_.push_back(sink);
   }
   absl::StatusOr<json> watched = OnController(controller_, [=, this]() -> absl::StatusOr<json> {
-    if (absl::Status a = controller_.CheckSweepAccess(id, caller); !a.ok()) return a;
+    if (absl::Status a = controller_.Authorize(caller, {Action::kView, id}); !a.ok()) return a;
     if (absl::Status w = controller_.Watch(id, since, sink); !w.ok()) return w;
     return json();
   });

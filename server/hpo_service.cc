@@ -202,7 +202,7 @@ std::string BearerToken(const grpc::ServerContextBase& ctx) {
 
 std::optional<Caller> HpoServiceImpl::Authorized(grpc::CallbackServerContext* ctx,
                                                  grpc::ServerUnaryReactor* reactor) const {
-  if (std::optional<Caller> caller = tokens_->Find(BearerToken(*ctx))) return caller;
+  if (std::optional<Caller> caller = tokens_.Find(BearerToken(*ctx))) return caller;
   reactor->Finish(
       grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                    "missing or wrong token (the user token is in $HPO_DATA_DIR/token)"));
@@ -210,25 +210,26 @@ std::optional<Caller> HpoServiceImpl::Authorized(grpc::CallbackServerContext* ct
 }
 
 template <typename Fn>
-grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Fn fn,
+grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, Need need, Fn fn,
                                               bool writes) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::optional<Caller> caller = Authorized(ctx, reactor);
   if (!caller) return reactor;
-  controller_.Post(
-      [reactor, caller = std::move(*caller), fn = std::move(fn), writes]() -> Controller::Done {
-        absl::Status s = fn(caller);
-        return [reactor, s, writes](const absl::Status& commit) {
-          reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
-        };
-      });
+  controller_.Post([this, reactor, caller = std::move(*caller), need, fn = std::move(fn),
+                    writes]() -> Controller::Done {
+    absl::Status s = controller_.Authorize(caller, need);
+    if (s.ok()) s = fn(caller);
+    return [reactor, s, writes](const absl::Status& commit) {
+      reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
+    };
+  });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
                                                         const v1::ValidateSweepRequest* req,
                                                         v1::ValidateSweepResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller&) {
+  return Read(ctx, {Action::kUse}, [this, req, resp](const Caller&) {
     *resp = controller_.Validate(*req);
     return absl::OkStatus();
   });
@@ -237,7 +238,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::SubmitSweepRequest* req,
                                                       v1::SubmitSweepResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
+  return Run(ctx, {Action::kSubmit}, [this, req, resp](const Caller& caller) {
     auto sweep = controller_.Submit(*req, caller.user);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
@@ -248,8 +249,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,
                                                    const v1::GetSweepRequest* req,
                                                    v1::GetSweepResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Caller&) {
     auto sweep = controller_.GetSweep(req->sweep_id());
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
@@ -260,7 +260,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext* ctx,
                                                      const v1::ListSweepsRequest* req,
                                                      v1::ListSweepsResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller& caller) {
+  return Read(ctx, {Action::kUse}, [this, req, resp](const Caller& caller) {
     for (auto& s : controller_.ListSweeps(req->active_only(), &caller))
       *resp->add_sweeps() = std::move(s);
     return absl::OkStatus();
@@ -270,8 +270,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext
 #define HPO_SWEEP_VERB(Rpc, Method)                                                             \
   grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(                                                \
       grpc::CallbackServerContext* ctx, const v1::Rpc##Request* req, v1::Rpc##Response* resp) { \
-    return Run(ctx, [this, req, resp](const Caller& caller) {                                   \
-      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));                   \
+    return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {     \
       auto sweep = controller_.Method(req->sweep_id());                                         \
       if (!sweep.ok()) return sweep.status();                                                   \
       *resp->mutable_sweep() = std::move(*sweep);                                               \
@@ -286,8 +285,7 @@ HPO_SWEEP_VERB(ResumeSweep, Resume)
 grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::ExtendSweepRequest* req,
                                                       v1::ExtendSweepResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
     auto sweep = controller_.Extend(*req);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
@@ -298,8 +296,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* ctx,
                                                   const v1::EnqueueRequest* req,
                                                   v1::EnqueueResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
     auto sweep = controller_.Enqueue(*req);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
@@ -309,8 +306,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* c
 
 grpc::ServerUnaryReactor* HpoServiceImpl::Ask(grpc::CallbackServerContext* ctx,
                                               const v1::AskRequest* req, v1::AskResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
     auto asked = controller_.Ask(req->sweep_id());
     if (!asked.ok()) return asked.status();
     *resp = std::move(*asked);
@@ -320,8 +316,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Ask(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* HpoServiceImpl::Tell(grpc::CallbackServerContext* ctx,
                                                const v1::TellRequest* req, v1::TellResponse* resp) {
-  return Run(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
+  return Run(ctx, {Action::kOperate, 0, req->trial_id()}, [this, req, resp](const Caller&) {
     auto trial = controller_.Tell(*req);
     if (!trial.ok()) return trial.status();
     *resp->mutable_trial() = std::move(*trial);
@@ -340,7 +335,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContex
   controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
     absl::StatusOr<std::vector<std::string>> dirs =
         [&]() -> absl::StatusOr<std::vector<std::string>> {
-      RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+      RETURN_IF_ERROR(controller_.Authorize(caller, {Action::kRemove, req->sweep_id()}));
       return controller_.Remove(req->sweep_id());
     }();
     return [this, reactor, resp, dirs = std::move(dirs)](const absl::Status& commit) {
@@ -358,8 +353,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
                                                      const v1::ListTrialsRequest* req,
                                                      v1::ListTrialsResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckSweepAccess(req->sweep_id(), caller));
+  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Caller&) {
     auto trials = controller_.ListTrials(*req);
     if (!trials.ok()) return trials.status();
     for (auto& t : *trials) *resp->add_trials() = std::move(t);
@@ -370,8 +364,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* ctx,
                                                    const v1::GetTrialRequest* req,
                                                    v1::GetTrialResponse* resp) {
-  return Read(ctx, [this, req, resp](const Caller& caller) {
-    RETURN_IF_ERROR(controller_.CheckTrialAccess(req->trial_id(), caller));
+  return Read(ctx, {Action::kView, 0, req->trial_id()}, [this, req, resp](const Caller&) {
     auto trial = controller_.GetTrial(*req);
     if (!trial.ok()) return trial.status();
     *resp = std::move(*trial);
@@ -388,7 +381,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerConte
   // The controller says where the log is; the file is read on the trial files' thread, so a
   // slow shared file system holds up this reply only.
   controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
-    absl::Status s = controller_.CheckTrialAccess(req->trial_id(), caller);
+    absl::Status s = controller_.Authorize(caller, {Action::kView, 0, req->trial_id()});
     absl::StatusOr<std::string> dir = s.ok() ? controller_.TrialDir(req->trial_id()) : s;
     return [this, reactor, req, resp, dir = std::move(dir)](const absl::Status&) {
       if (!dir.ok()) {
@@ -422,6 +415,10 @@ grpc::ServerUnaryReactor* HpoServiceImpl::DashboardLogin(grpc::CallbackServerCon
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   std::optional<Caller> caller = Authorized(ctx, reactor);
   if (!caller) return reactor;
+  if (absl::Status s = Authorize(*caller, Action::kUse); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
   if (!dashboard_login_) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                  "this hpod serves no dashboard (it was started with "
@@ -437,7 +434,7 @@ grpc::ServerUnaryReactor* HpoServiceImpl::DashboardLogin(grpc::CallbackServerCon
 grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackServerContext* ctx,
                                                                 const v1::WatchSweepRequest* req) {
   auto* reactor = new WatchReactor();
-  std::optional<Caller> caller = tokens_->Find(BearerToken(*ctx));
+  std::optional<Caller> caller = tokens_.Find(BearerToken(*ctx));
   if (!caller) {
     reactor->End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong token"));
     return reactor;
@@ -446,7 +443,7 @@ grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackSe
   std::shared_ptr<WatchSink> sink = reactor->sink();
   controller_.Post(
       [this, sweep_id, since, sink, caller = std::move(*caller)]() -> Controller::Done {
-        absl::Status s = controller_.CheckSweepAccess(sweep_id, caller);
+        absl::Status s = controller_.Authorize(caller, {Action::kView, sweep_id});
         if (s.ok()) s = controller_.Watch(sweep_id, since, sink);
         if (!s.ok()) sink->Close(s);
         return nullptr;

@@ -4,8 +4,9 @@
 // when the controller's batch has committed. They never block on SQLite or the backend.
 //
 // Auth: HpoService calls need a user's token (server/auth.h: the owner's, or one of
-// DATA_DIR/users/NAME.token), and act only on that user's sweeps; ReportService calls need the
-// trial's own token; both as "authorization: Bearer <token>" metadata.
+// DATA_DIR/users/NAME.token), and every handler names what it needs (a Need: an action on a
+// sweep or trial), which the gate decides before the handler's work runs; ReportService calls
+// need the trial's own token; both as "authorization: Bearer <token>" metadata.
 
 #include <memory>
 #include <string>
@@ -19,14 +20,10 @@ namespace hpo::server {
 
 class HpoServiceImpl final : public v1::HpoService::CallbackService {
  public:
-  // `owner_token` is the daemon owner's; `users_dir` holds other users' tokens ("" for none).
-  // Log tails are read through `files`, off the controller's thread.
-  HpoServiceImpl(Controller& controller, TrialFiles& files, std::string owner_token,
-                 std::string users_dir = "")
-      : controller_(controller),
-        files_(files),
-        tokens_(std::make_unique<TokenTable>(ProcessUserName(), std::move(owner_token),
-                                             std::move(users_dir))) {}
+  // Callers are found in `tokens`. Log tails are read through `files`, off the controller's
+  // thread.
+  HpoServiceImpl(Controller& controller, TrialFiles& files, TokenTable& tokens)
+      : controller_(controller), files_(files), tokens_(tokens) {}
 
   grpc::ServerUnaryReactor* ValidateSweep(grpc::CallbackServerContext* ctx,
                                           const v1::ValidateSweepRequest* req,
@@ -85,19 +82,21 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   // The caller, or nullopt after finishing `reactor` with UNAUTHENTICATED.
   std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx,
                                    grpc::ServerUnaryReactor* reactor) const;
-  // Posts `fn(caller)` (returning absl::Status, filling the response) and finishes after commit.
-  // `writes` false (a read): the reply does not depend on the batch's commit, so reads still
-  // work while hpod cannot write its store.
+  // Posts the gate's decision on `need` and, when it allows, `fn(caller)` (returning
+  // absl::Status, filling the response); finishes after commit. `writes` false (a read): the
+  // reply does not depend on the batch's commit, so reads still work while hpod cannot write
+  // its store.
   template <typename Fn>
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Fn fn, bool writes = true);
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Need need, Fn fn,
+                                bool writes = true);
   template <typename Fn>
-  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Fn fn) {
-    return Run(ctx, std::move(fn), false);
+  grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Need need, Fn fn) {
+    return Run(ctx, need, std::move(fn), false);
   }
 
   Controller& controller_;
   TrialFiles& files_;
-  std::unique_ptr<TokenTable> tokens_;
+  TokenTable& tokens_;
   std::function<std::string(const Caller&)> dashboard_login_;
 };
 

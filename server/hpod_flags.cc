@@ -3,9 +3,39 @@
 #include <cstdio>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "common/duration.h"
 #include "common/version.h"
 
 namespace hpo::server {
+
+bool IsLoopback(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  return absl::StartsWith(host, "127.") || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+namespace {
+
+// A usage error unless every non-loopback address is served over TLS or the user said
+// --insecure-listen; "" when the flags are fine.
+std::string ClearTextError(const HpodFlags& f) {
+  if (!f.tls_cert.empty() || f.insecure_listen) return "";
+  for (const auto& [flag, address] :
+       {std::pair<const char*, std::string>{"--listen", f.listen}, {"--dashboard", f.dashboard}}) {
+    if (address == "none" || IsLoopback(address)) continue;
+    return std::string("hpod: ") + flag + " " + address +
+           " is not a loopback address, and without TLS every token and trial report would "
+           "cross the network in the clear. Give hpod a certificate: --tls-cert cert.pem "
+           "--tls-key key.pem (it serves both the TCP address and the dashboard with it; a "
+           "self-signed one: openssl req -x509 -newkey rsa:3072 -nodes -days 365 -subj "
+           "/CN=$(hostname -f) -addext \"subjectAltName=DNS:$(hostname -f)\" -keyout key.pem "
+           "-out cert.pem; docs/operations.md), or say --insecure-listen on a network you "
+           "trust\n";
+  }
+  return "";
+}
+
+}  // namespace
 
 int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
   CLI::App app{
@@ -63,6 +93,12 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "PEM CA that trials (HPO_TLS_CA) and remote clients trust; default: --tls-cert "
                  "itself")
       ->check(CLI::ExistingFile);
+  app.add_flag("--insecure-listen", f.insecure_listen,
+               "allow a non-loopback --listen or --dashboard without TLS (tokens and reports in "
+               "the clear)");
+  app.add_option("--dashboard-idle", f.dashboard_idle,
+                 "a dashboard session unused this long ends (e.g. 30m, 8h)")
+      ->capture_default_str();
   app.add_flag("--no-durable", f.no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
   app.add_flag("--check-flags", f.check_flags, "check these flags and exit (0: they are valid)")
@@ -74,6 +110,16 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
   }
   if (f.backend == "slurm" && f.slurm == "off") {
     std::fprintf(stderr, "hpod: --backend slurm needs Slurm, but --slurm is off\n");
+    return 2;
+  }
+  if (std::string error = ClearTextError(f); !error.empty()) {
+    std::fputs(error.c_str(), stderr);
+    return 2;
+  }
+  if (absl::StatusOr<absl::Duration> idle = ParseDuration(f.dashboard_idle);
+      !idle.ok() || *idle <= absl::ZeroDuration()) {
+    std::fprintf(stderr, "hpod: --dashboard-idle %s: give a duration such as 30m or 8h\n",
+                 f.dashboard_idle.c_str());
     return 2;
   }
   return f.check_flags ? 0 : -1;

@@ -19,10 +19,15 @@ struct HpodFlags {
   std::string backend = "local";  // where sweeps that name no backend (and have no slurm:) run
   std::string slurm = "auto";     // auto | on | off
   std::string slurm_conf;
-  std::string tls_cert, tls_key, tls_ca;
+  std::string tls_cert, tls_key, tls_ca;  // TLS for the TCP address and the dashboard
+  bool insecure_listen = false;           // allow a non-loopback --listen / --dashboard without TLS
+  std::string dashboard_idle = "8h";      // a dashboard session ends after this long unused
   bool no_durable = false;
   bool check_flags = false;  // only check the flags (`hpo daemon start` does, before starting)
 };
+
+// Whether `address` (host:port) is on loopback: 127.0.0.0/8, [::1] or localhost.
+bool IsLoopback(const std::string& address);
 
 // Parses argv. Returns the exit code when hpod should exit at once (0 after --help or
 // --version, 2 for a usage error, with the message printed); -1 to go on.

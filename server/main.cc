@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/data_dir.h"
+#include "common/duration.h"
 #include "common/files.h"
 #include "common/version.h"
 #include "hpo/v1/states.h"
@@ -153,11 +154,12 @@ int main(int argc, char** argv) {
   options.tick = absl::Milliseconds(flags.tick_ms);
   options.tls_ca = hpo::server::TlsCaPath(flags);
   hpo::server::Controller controller(options, **store, **backend, files, hpo::SystemClock::Get());
-  hpo::server::HpoServiceImpl hpo_service(controller, files, *token, data_dir.users_dir());
+  // Who may call: one table for every front door (gRPC, the dashboard, /metrics).
+  hpo::server::TokenTable tokens(hpo::server::ProcessUserName(), *token, data_dir.users_dir(),
+                                 hpo::SystemClock::Get(), data_dir.token_path());
+  hpo::server::HpoServiceImpl hpo_service(controller, files, tokens);
   hpo::server::ReportServiceImpl report_service(controller);
   // The dashboard starts once the controller runs; `hpo dashboard` asks for its login link.
-  hpo::server::TokenTable dashboard_tokens(hpo::server::ProcessUserName(), *token,
-                                           data_dir.users_dir());
   std::unique_ptr<hpo::server::Dashboard> dashboard;
   std::atomic<hpo::server::Dashboard*> serving{nullptr};
   if (flags.dashboard != "none") {
@@ -172,8 +174,12 @@ int main(int argc, char** argv) {
   if (absl::Status s = controller.Recover(); !s.ok()) return Fail(s.ToString());
   controller.Start();
   if (flags.dashboard != "none") {
-    auto opened = hpo::server::Dashboard::Open(flags.dashboard, data_dir, controller, files,
-                                               dashboard_tokens);
+    hpo::server::Dashboard::Options dashboard_options;
+    dashboard_options.tls_cert = flags.tls_cert;
+    dashboard_options.tls_key = flags.tls_key;
+    dashboard_options.session_idle = *hpo::ParseDuration(flags.dashboard_idle);  // checked
+    auto opened = hpo::server::Dashboard::Open(flags.dashboard, dashboard_options, data_dir,
+                                               controller, files, tokens);
     if (!opened.ok()) return Fail(std::string(opened.status().message()));
     dashboard = std::move(*opened);
     serving = dashboard.get();

@@ -60,7 +60,7 @@ void Metrics::ObserveReport(double seconds) {
 void Metrics::ObserveBatch(double seconds) { batch_duration_->Observe(seconds); }
 
 std::string Metrics::Text(const SweepTable& table, const backend::Capacity& capacity,
-                          absl::Time now) const {
+                          absl::Time now, const SweepFilter& only) const {
   prometheus::Registry gauges;
   auto& trials = prometheus::BuildGauge()
                      .Name("hpod_trials")
@@ -89,6 +89,7 @@ std::string Metrics::Text(const SweepTable& table, const backend::Capacity& capa
   int held = 0, idle_in_allocations = 0;
   const std::string host = HostName();
   for (const auto& [id, sweep] : table.sweeps()) {
+    if (only && !only(*sweep)) continue;
     const std::string sweep_label = std::to_string(id);
     std::map<std::string, int> counts;
     for (const auto& t : sweep->trials) counts[v1::StateName(t->rec.state)]++;
@@ -128,8 +129,10 @@ std::string Metrics::Text(const SweepTable& table, const backend::Capacity& capa
       }
     }
   }
-  gpus.Add({{"state", "held"}}).Set(held);
-  gpus.Add({{"state", "idle"}}).Set(capacity.FreeGpus() + idle_in_allocations);
+  if (!only) {
+    gpus.Add({{"state", "held"}}).Set(held);
+    gpus.Add({{"state", "idle"}}).Set(capacity.FreeGpus() + idle_in_allocations);
+  }
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::vector<prometheus::MetricFamily> snapshot = gauges.Collect();
   families.insert(families.end(), snapshot.begin(), snapshot.end());

@@ -9,6 +9,7 @@
 //
 // Thread safety: the Observe methods are thread-safe; Text runs on the controller's thread.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,10 +27,13 @@ class Metrics {
   Metrics();
   void ObserveReport(double seconds);  // one report, from receipt to its reply
   void ObserveBatch(double seconds);   // one controller batch, from its start to its commit
+  // Which sweeps' series a reader gets; null: every sweep's, and the daemon's GPU gauges.
+  using SweepFilter = std::function<bool(const SweepRuntime&)>;
   // The text exposition (version 0.0.4): the counters and histograms, and the gauges of
-  // `table` and `capacity` as of `now`.
-  std::string Text(const SweepTable& table, const backend::Capacity& capacity,
-                   absl::Time now) const;
+  // `table` and `capacity` as of `now`. With `only`, the series of the sweeps it passes and no
+  // daemon-wide gauge (what other users' trials hold).
+  std::string Text(const SweepTable& table, const backend::Capacity& capacity, absl::Time now,
+                   const SweepFilter& only) const;
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;

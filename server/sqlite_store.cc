@@ -146,6 +146,14 @@ const std::vector<const char*> kMigrations = {
     )sql",
     // v9: a trial's events, for its history (the dashboard's trial page).
     "CREATE INDEX events_by_trial ON events(trial_id, seq);",
+    // v10: crash windows closed. applied_json: the keys of the last changes applied to a sweep
+    // with their requests' fingerprints ([[key, fingerprint]]), so that a retried extend or
+    // enqueue applies once; checkpoint_requested: the Interruption a trial was told to
+    // checkpoint for, stored before the signal ('' none).
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN applied_json TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE trials ADD COLUMN checkpoint_requested TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 absl::Time FromUnix(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
@@ -607,13 +615,26 @@ std::string QueueJson(const std::vector<algorithms::Params>& queue) {
   return j.dump();
 }
 
+std::vector<std::pair<std::string, std::string>> AppliedFromJson(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return out;
+  for (const json& e : j) {
+    if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+      out.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner, backend, budget_json, queue_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json, queue_json, applied_json)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite3_bind_int64(st, 1, s.id);
     BindText(st, 2, s.name);
@@ -628,12 +649,13 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
     BindText(st, 11, s.backend);
     BindText(st, 12, BudgetChangeJson(s.budget_change));
     BindText(st, 13, QueueJson(s.queue));
+    BindText(st, 14, json(s.applied).dump());
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
   sqlite3_stmt* st = Prepare(
       "UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=?, budget_json=?, "
-      "queue_json=? WHERE id=?");
+      "queue_json=?, applied_json=? WHERE id=?");
   if (st == nullptr) return Error("preparing sweep update");
   BindText(st, 1, s.name);
   BindText(st, 2, v1::SweepState_Name(s.state));
@@ -642,7 +664,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   BindText(st, 5, s.ending == v1::SWEEP_STATE_UNSPECIFIED ? "" : v1::SweepState_Name(s.ending));
   BindText(st, 6, BudgetChangeJson(s.budget_change));
   BindText(st, 7, QueueJson(s.queue));
-  sqlite3_bind_int64(st, 8, s.id);
+  BindText(st, 8, json(s.applied).dump());
+  sqlite3_bind_int64(st, 9, s.id);
   if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating sweep ", s.id));
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("sweep ", s.id, " not in the store"));
@@ -688,7 +711,8 @@ void SqliteStore::BindTrial(sqlite3_stmt* st, const TrialRecord& t) {
   sqlite3_bind_double(st, 29, t.gpu_seconds);
   BindText(st, 30, SegmentsToJson(t.segments));
   BindText(st, 31, t.origin);
-  sqlite3_bind_int64(st, 32, t.id);
+  BindText(st, 32, InterruptionText(t.checkpoint_requested));
+  sqlite3_bind_int64(st, 33, t.id);
 }
 
 absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
@@ -697,14 +721,15 @@ absl::Status SqliteStore::WriteTrial(const TrialRecord& t, bool insert) {
                " objective, created_at, started_at, ended_at, exit_code, term_signal, message,"
                " backend_id, trial_dir, attempt, retry_of, token, report_count, gpus,"
                " infra_failure, parent, lineage, stop_state, stop_reason, interruption, segment,"
-               " segment_started_at, gpu_seconds, segments_json, origin, id)"
-               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+               " segment_started_at, gpu_seconds, segments_json, origin, checkpoint_requested, id)"
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
              : "UPDATE trials SET sweep_id=?, number=?, state=?, params_json=?, step=?,"
                " last_metrics_json=?, objective=?, created_at=?, started_at=?, ended_at=?,"
                " exit_code=?, term_signal=?, message=?, backend_id=?, trial_dir=?, attempt=?,"
                " retry_of=?, token=?, report_count=?, gpus=?, infra_failure=?, parent=?,"
                " lineage=?, stop_state=?, stop_reason=?, interruption=?, segment=?,"
-               " segment_started_at=?, gpu_seconds=?, segments_json=?, origin=? WHERE id=?");
+               " segment_started_at=?, gpu_seconds=?, segments_json=?, origin=?,"
+               " checkpoint_requested=? WHERE id=?");
   if (st == nullptr) return Error(insert ? "preparing trial insert" : "preparing trial update");
   BindTrial(st, t);
   if (sqlite3_step(st) != SQLITE_DONE) {
@@ -813,7 +838,7 @@ absl::Status SqliteStore::MoveDueSlices() {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner, backend, budget_json, queue_json "
+      "owner, backend, budget_json, queue_json, applied_json "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -837,6 +862,7 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     if (queue.is_array()) {
       for (const json& p : queue) s.queue.push_back(ParamsFromJson(p));
     }
+    s.applied = AppliedFromJson(Text(st, 14));
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");
@@ -849,7 +875,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
       " created_at, started_at, ended_at, exit_code, term_signal, message, backend_id, trial_dir,"
       " attempt, retry_of, token, report_count, gpus, infra_failure, parent, lineage,"
       " stop_state, stop_reason, interruption, segment, segment_started_at, gpu_seconds,"
-      " segments_json, origin FROM trials"
+      " segments_json, origin, checkpoint_requested FROM trials"
       " WHERE sweep_id=?"
       " ORDER BY id");
   if (st == nullptr) return Error("preparing trial load");
@@ -895,6 +921,7 @@ absl::StatusOr<std::vector<TrialRecord>> SqliteStore::LoadTrials(int64_t sweep_i
     if (auto v = OptReal(st, 28)) t.segment_started_at = FromUnix(*v);
     t.gpu_seconds = sqlite3_column_double(st, 29);
     t.origin = Text(st, 31);
+    t.checkpoint_requested = InterruptionFromText(Text(st, 32));
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return Error(absl::StrCat("loading the trials of sweep ", sweep_id));

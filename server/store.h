@@ -67,6 +67,9 @@ struct SweepRecord {
   // Configurations given to run first (the file's `enqueue:`, `hpo enqueue`) that are not
   // trials yet, in order.
   std::vector<algorithms::Params> queue;
+  // The keys of the last changes applied (ExtendSweepRequest.request_id, EnqueueRequest's) with
+  // a fingerprint of each request, oldest first: a retry is answered without applying it again.
+  std::vector<std::pair<std::string, std::string>> applied;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next
@@ -112,6 +115,10 @@ struct TrialRecord {
   v1::TrialState stop_state = v1::TRIAL_STATE_UNSPECIFIED;
   std::string stop_reason;
   v1::Interruption interruption = v1::INTERRUPTION_UNSPECIFIED;  // LOST: what took it
+  // Set before the trial is told to checkpoint (its allocation or time limit ends, or a
+  // preemption): however its segment then exits, even while hpod is down, it continues as its
+  // next segment. Cleared when a segment starts.
+  v1::Interruption checkpoint_requested = v1::INTERRUPTION_UNSPECIFIED;
   // Resumable trials run in segments: the current one (1 until an interruption), when it
   // started, the GPU-seconds of the ended ones (of all once the trial ended), and those that
   // interruptions ended, oldest first.

@@ -552,6 +552,14 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
       rec.term_signal = e.term_signal;
       if (trial->stop_requested()) {
         EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+      } else if (rec.checkpoint_requested != v1::INTERRUPTION_UNSPECIFIED &&
+                 MayResume(*sweep, *trial)) {
+        // Told to checkpoint (recorded before the signal): however it exited, even while hpod
+        // was down, the trial goes on from its checkpoint.
+        NextSegment(
+            *sweep, *trial, rec.checkpoint_requested,
+            absl::StrCat("exited with code ", e.exit_code, " after it was told to checkpoint"),
+            e.time);
       } else if (e.exit_code == 0) {
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_COMPLETED, "exited 0");
       } else {
@@ -568,11 +576,22 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
       break;
     case backend::BackendEvent::Kind::kAllocation:
       break;  // above
+    case backend::BackendEvent::Kind::kCheckpoint:
+      // Durable before the backend sends the signal (it does at the next Act, after the commit).
+      rec.checkpoint_requested = ToProto(e.interruption);
+      spdlog::info("trial {}: {}; it is told to checkpoint", rec.id, e.message);
+      SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
+      break;
     case backend::BackendEvent::Kind::kLost:
       if (trial->stop_requested()) {
         EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
-      } else if (e.interruption != backend::Interruption::kNone && MayResume(*sweep, *trial)) {
-        NextSegment(*sweep, *trial, ToProto(e.interruption), e.message, e.time);
+      } else if ((e.interruption != backend::Interruption::kNone ||
+                  rec.checkpoint_requested != v1::INTERRUPTION_UNSPECIFIED) &&
+                 MayResume(*sweep, *trial)) {
+        NextSegment(*sweep, *trial,
+                    e.interruption != backend::Interruption::kNone ? ToProto(e.interruption)
+                                                                   : rec.checkpoint_requested,
+                    e.message, e.time);
       } else {
         rec.infra_failure = true;
         rec.interruption = ToProto(e.interruption);
@@ -656,6 +675,7 @@ void TrialLifecycle::NextSegment(SweepRuntime& sweep, TrialRuntime& trial, v1::I
   rec.gpus.clear();
   rec.exit_code = 0;
   rec.term_signal = 0;
+  rec.checkpoint_requested = v1::INTERRUPTION_UNSPECIFIED;
   rec.message = absl::StrCat("segment ", rec.segment - 1, " interrupted (",
                              v1::InterruptionName(why), "); it continues from its checkpoint");
   // It goes first: it holds its place in the sweep already.

@@ -371,6 +371,9 @@ void SlurmBackend::Act() {
       StartStep(q.spec, q.placed);
     }
   }
+  std::vector<int64_t> checkpoints;
+  checkpoints.swap(to_checkpoint_);
+  for (int64_t trial_id : checkpoints) SignalCheckpoint(trial_id);
   std::vector<int64_t> stops;
   stops.swap(to_signal_);
   for (int64_t trial_id : stops) {
@@ -464,7 +467,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       pool_.Update(by_id);
     }
   }
-  CheckpointSteps();
+  CheckpointSteps(out);
   ReapSteps(out);
   IdentifySteps(false, out);
   absl::Time now = clock_.Now();
@@ -488,7 +491,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   return out;
 }
 
-void SlurmBackend::CheckpointSteps() {
+void SlurmBackend::CheckpointSteps(std::vector<BackendEvent>& out) {
   absl::Time now = clock_.Now();
   for (auto& [trial_id, step] : steps_) {
     if (step.checkpoint_signal == 0 || step.stop_requested ||
@@ -515,18 +518,29 @@ void SlurmBackend::CheckpointSteps() {
       what = absl::StrCat("its time limit (", absl::FormatDuration(step.time_limit), ") is near");
     }
     if (now < at) continue;
+    // The controller records the request first; the signal goes at the next Act().
     step.interrupted = why;
-    spdlog::info("trial {}: {}; telling it to checkpoint (signal {})", trial_id, what,
-                 step.checkpoint_signal);
-    absl::Status s;
-    if (!step.step_id) IdentifySteps(true, events_);
-    if (step.step_id) {
-      s = api_->SignalStep(step.job_id, *step.step_id, step.checkpoint_signal);
-    } else if (::kill(-step.process.pid, step.checkpoint_signal) != 0) {  // srun passes it on
-      s = absl::ErrnoToStatus(errno, "kill");
-    }
-    if (!s.ok()) spdlog::warn("trial {}: cannot signal its step: {}", trial_id, s.ToString());
+    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kCheckpoint, trial_id, now);
+    e.interruption = why;
+    e.message = what;
+    out.push_back(std::move(e));
+    to_checkpoint_.push_back(trial_id);
   }
+}
+
+void SlurmBackend::SignalCheckpoint(int64_t trial_id) {
+  auto it = steps_.find(trial_id);
+  if (it == steps_.end() || it->second.stop_requested) return;  // ended or stopped meanwhile
+  Step& step = it->second;
+  spdlog::info("trial {}: telling it to checkpoint (signal {})", trial_id, step.checkpoint_signal);
+  absl::Status s;
+  if (!step.step_id) IdentifySteps(true, events_);
+  if (step.step_id) {
+    s = api_->SignalStep(step.job_id, *step.step_id, step.checkpoint_signal);
+  } else if (::kill(-step.process.pid, step.checkpoint_signal) != 0) {  // srun passes it on
+    s = absl::ErrnoToStatus(errno, "kill");
+  }
+  if (!s.ok()) spdlog::warn("trial {}: cannot signal its step: {}", trial_id, s.ToString());
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {

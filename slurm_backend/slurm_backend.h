@@ -166,8 +166,10 @@ class SlurmBackend final : public backend::Backend {
   void ReapSteps(std::vector<backend::BackendEvent>& out);
   static Job NewJob(uint32_t job_id, const backend::LaunchSpec& spec);
   static void SetCheckpointing(const backend::LaunchSpec& spec, Step& step);
-  // Tells resumable steps to checkpoint ahead of their end (see Step).
-  void CheckpointSteps();
+  // Poll: resumable steps whose allocation or time limit nears its end (or whose allocation is
+  // being preempted) are reported (kCheckpoint) and signaled at the next Act.
+  void CheckpointSteps(std::vector<backend::BackendEvent>& out);
+  void SignalCheckpoint(int64_t trial_id);
   // Jobs mode: what ended a resumable trial's job that exited by itself, when Slurm's warning or
   // a preemption told it to checkpoint; kNone when the trial ended on its own.
   static backend::Interruption CheckpointedJob(const Job& job, const JobStatus& st);
@@ -193,10 +195,11 @@ class SlurmBackend final : public backend::Backend {
   const Clock& clock_;
   Options options_;
   AllocationPool pool_;
-  std::map<int64_t, Job> jobs_;       // by trial id
-  std::map<int64_t, Step> steps_;     // by trial id
-  std::map<int64_t, Queued> queued_;  // by trial id
-  std::vector<int64_t> to_signal_;    // stopped, to be signaled at the next Act
+  std::map<int64_t, Job> jobs_;         // by trial id
+  std::map<int64_t, Step> steps_;       // by trial id
+  std::map<int64_t, Queued> queued_;    // by trial id
+  std::vector<int64_t> to_signal_;      // stopped, to be signaled at the next Act
+  std::vector<int64_t> to_checkpoint_;  // told to checkpoint, to be signaled at the next Act
   std::vector<backend::BackendEvent> events_;
   bool swept_leftovers_ = false;
   absl::Time last_query_ = absl::InfinitePast();

@@ -1,6 +1,7 @@
 #pragma once
-// `hpo user add|rm|ls`: the owner of a shared daemon gives other users tokens (files in the data
-// directory; see server/auth.h). A user sees and acts on only the sweeps they submitted.
+// `hpo user add|rm|ls|role|rotate` and `hpo share`: the owner of a shared daemon gives other users
+// a token and a role (files in the data directory, read by hpod within a moment; see
+// server/auth.h for what each role may do). Only the owner submits sweeps.
 
 #include <string>
 
@@ -15,13 +16,24 @@ class UserCommands {
  private:
   struct UserOptions {
     std::string name;
+    std::string role = "viewer";
+    std::vector<int64_t> sweeps;
+    bool owner = false;
+  };
+  struct ShareOptions {
+    int64_t sweep_id = 0;
+    std::string name, role;
   };
   void Add();
   void Remove();
   void List();
+  void SetRole();
+  void Rotate();
+  void Share();
 
   int& rc_;
-  UserOptions add_, rm_;
+  UserOptions add_, rm_, role_, rotate_;
+  ShareOptions share_;
 };
 
 }  // namespace hpo::client::cli

@@ -188,7 +188,7 @@ async function sweepPage(id) {
 
 function card(title, id, custom) {
   return el("div", {class: "card"}, el("h2", {}, title),
-            el("div", {style: "position: relative; height: 280px"},
+            el("div", {class: "chart-box"},
                el("canvas", {id, "data-custom": custom ? "1" : null})),
             el("div", {class: "muted", id: id + "-note"}));
 }
@@ -210,10 +210,32 @@ function header(st) {
     el("span", {class: "muted"}, s.message || ""));
 }
 
+// A key for one change: its retries carry the same one, and hpod applies it once.
+function requestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, b => b.toString(16).padStart(2, "0")).join("");
+}
+
+// POSTs a change, sent again (same body, same key) while hpod does not answer or answers 503.
+async function postOnce(path, body) {
+  for (let attempt = 1; ; attempt++) {
+    try { return await post(path, body); }
+    catch (e) {
+      const retry = e instanceof TypeError || /unavailable|did not answer/i.test(e.message);
+      if (!retry || attempt >= 4) throw e;
+      await new Promise(r => setTimeout(r, 1000 * attempt));
+    }
+  }
+}
+
 function actions(st) {
+  if (!st.sweep.can_operate) {  // a viewer's role: nothing to press
+    $("#actions").replaceChildren(el("span", {class: "muted"}, "read only"));
+    return;
+  }
   const act = async (verb, body) => {
     try {
-      st.sweep = await post(`api/sweeps/${st.id}/${verb}`, body);
+      st.sweep = await postOnce(`api/sweeps/${st.id}/${verb}`, {...body, request_id: requestId()});
       header(st);
       if (!source && !ended(st.sweep)) st.follow();  // extended or resumed after its end
     }
@@ -489,7 +511,7 @@ async function trialPage(id) {
     el("div", {class: "grid"},
       el("div", {class: "card", id: "trial-info"}),
       el("div", {class: "card"}, el("h2", {}, "Curves"),
-         el("div", {style: "position: relative; height: 280px"}, el("canvas", {id: "chart-trial"})))),
+         el("div", {class: "chart-box"}, el("canvas", {id: "chart-trial"})))),
     el("h2", {}, "History"), el("table", {id: "history"}),
     el("h2", {}, "Output"), el("div", {class: "toolbar"},
       el("label", {}, el("input", {type: "radio", name: "stream", value: "stdout", checked: "", onchange: () => log()}), " stdout"),
@@ -552,6 +574,11 @@ async function route() {
   const session = await api("api/session");
   csrf = session.csrf;
   $("#user").textContent = session.user;
+  $("#logout").addEventListener("click", async () => {
+    try { await post("logout"); } catch (e) { /* gone already */ }
+    if (source) source.close();
+    $("#main").replaceChildren(el("p", {}, "Logged out. Run `hpo dashboard` for a new link."));
+  });
   window.addEventListener("hashchange", route);
   await route();
 })();

@@ -10,6 +10,10 @@ real hpod running real sweeps, and its API and /metrics over plain HTTP.
   the session's CSRF token (403: the sweep goes on).
 - /metrics parses with Prometheus's own parser (python3-prometheus-client) and has the series
   the documentation promises; hpod's log in JSON has the ids as fields.
+- Every answer carries the security headers (CSP, nosniff, frame-ancestors), and the page runs
+  under its CSP without one violation; a viewer's page offers no actions; logout ends the session.
+- A dashboard over TLS (a self-signed certificate made here, trusted by its key's hash): the page
+  works in Chromium, and its session cookie is Secure and named after the hpod instance.
 Screenshots go to $HPO_SHOTS (default: a temp dir); docs/dashboard.md shows them.
 
 Skips (exit 77) without chromium, chromedriver or selenium, except in CI.
@@ -102,7 +106,18 @@ class DashboardTest(unittest.TestCase):
         cls.two = hpo("submit", os.path.join(cls.work, "two.yaml")).splitlines()[-1]
         hpo("wait", cls.two, "--timeout", "60")
         cls.slow = hpo("submit", os.path.join(cls.work, "slow.yaml")).splitlines()[-1]
+        # A certificate for the TLS dashboard, trusted by Chromium through its key's hash only.
+        cls.cert, cls.key = os.path.join(cls.work, "cert.pem"), os.path.join(cls.work, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", cls.key, "-out", cls.cert], check=True, capture_output=True)
+        spki = subprocess.run(
+            f"openssl x509 -in {cls.cert} -pubkey -noout | openssl pkey -pubin -outform der | "
+            "openssl dgst -sha256 -binary | base64", shell=True, check=True, capture_output=True,
+            text=True).stdout.strip()
         options = Options()
+        options.add_argument(f"--ignore-certificate-errors-spki-list={spki}")
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking", "--disable-component-update",
                   "--disable-sync", "--window-size=1400,1700",
@@ -182,6 +197,9 @@ class DashboardTest(unittest.TestCase):
         self.wait(lambda: self.drew("chart-pareto"), 20)
         self.assertIn("on the front", self.js("return document.getElementById('chart-pareto-note').innerText"))
         d.save_screenshot(os.path.join(self.shots, "pareto.png"))
+        # Every page above ran under the Content-Security-Policy without one violation.
+        violations = [e["message"] for e in d.get_log("browser") if "Content Security Policy" in e["message"]]
+        self.assertEqual(violations, [])
 
     def test_2_refusals_change_nothing(self):
         # No session: nothing is served, no page, no API.
@@ -202,8 +220,8 @@ class DashboardTest(unittest.TestCase):
         after = json.loads(opener.open(self.base + f"api/sweeps/{self.slow}").read())
         self.assertEqual(after["state"], before["state"])
         self.assertNotEqual(after["state"], "SWEEP_STATE_CANCELED")
-        # Another user sees only their own sweeps: root's are refused.
-        hpo("user", "add", "bob")
+        # A user with no role sees no sweep: the owner's are refused.
+        hpo("user", "add", "bob", "--role", "none")
         env = dict(os.environ, HPO_TOKEN_FILE=os.path.join(self.data, "users", "bob.token"),
                    HPO_SERVER=read(os.path.join(self.data, "endpoint")))
         bob = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
@@ -266,6 +284,60 @@ class DashboardTest(unittest.TestCase):
             refused = opener.open(urllib.request.Request(
                 self.base + path, headers={"Accept-Encoding": "gzip;q=0"}), timeout=10)
             self.assertIsNone(refused.headers.get("Content-Encoding"), path)
+
+    def test_5_headers_viewer_and_logout(self):
+        # Every answer, a refusal too, carries the security headers.
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(self.base + "api/sweeps", timeout=10)
+        self.assertEqual(refused.exception.code, 401)
+        headers = refused.exception.headers
+        csp = headers["Content-Security-Policy"]
+        for part in ["default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"]:
+            self.assertIn(part, csp)
+        self.assertEqual(headers["X-Content-Type-Options"], "nosniff")
+        self.assertEqual(headers["Referrer-Policy"], "no-referrer")
+        # A viewer's page: the sweep, and no button that would change it.
+        hpo("user", "add", "vic", "--role", "viewer")
+        env = dict(os.environ, HPO_TOKEN_FILE=os.path.join(self.data, "users", "vic.token"),
+                   HPO_SERVER=read(os.path.join(self.data, "endpoint")))
+        d = self.driver
+        d.delete_all_cookies()
+        d.get(hpo("dashboard", env=env))
+        d.get(self.base + f"#sweep/{self.two}")
+        self.wait(lambda: "read only" in self.js("return document.getElementById('actions')?.innerText || ''"))
+        self.assertEqual(self.js("return document.querySelectorAll('#actions button').length"), 0)
+        self.assertEqual(self.js("return document.getElementById('user').innerText"), "vic")
+        # Logout: the page says so, and the session's cookie no longer opens anything.
+        cookie = {c["name"]: c["value"] for c in d.get_cookies()}
+        d.find_element("id", "logout").click()
+        self.wait(lambda: "Logged out" in self.js("return document.getElementById('main').innerText"))
+        header = "; ".join(f"{k}={v}" for k, v in cookie.items())
+        self.assertEqual(http(self.base + "api/session", headers={"Cookie": header})[0], 401)
+
+    def test_6_tls_dashboard(self):
+        data = tempfile.mkdtemp(prefix="hpo-dash-tls-")
+        env = dict(os.environ, HPO_DATA_DIR=data)
+        try:
+            hpo("daemon", "start", "--cpus", "1", "--tls-cert", self.cert, "--tls-key", self.key,
+                env=env)
+            base = read(os.path.join(data, "dashboard"))
+            self.assertTrue(base.startswith("https://127.0.0.1:"), base)
+            # Plain HTTP to the TLS port gets no page.
+            with self.assertRaises(Exception):
+                urllib.request.urlopen(base.replace("https://", "http://"), timeout=5).read()
+            d = self.driver
+            d.get(hpo("dashboard", env=env))
+            self.wait(lambda: self.js("return document.getElementById('user')?.innerText"))
+            self.assertTrue(d.current_url.startswith("https://"), d.current_url)
+            instance = read(os.path.join(data, "instance"))
+            cookies = [c for c in d.get_cookies() if c["name"] == f"__Secure-hpod_{instance}"]
+            self.assertEqual(len(cookies), 1, d.get_cookies())
+            self.assertTrue(cookies[0]["secure"])
+            self.assertTrue(cookies[0]["httpOnly"])
+            d.save_screenshot(os.path.join(self.shots, "tls.png"))
+        finally:
+            hpo("daemon", "stop", env=env, check=False)
+            shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ class FaultyBackend final : public backend::Backend {
   void AdoptAllocation(const backend::AllocationUsage& allocation) override {
     inner_.AdoptAllocation(allocation);
   }
+  void Act() override { inner_.Act(); }
   void Detach() override { inner_.Detach(); }
   void SweepEnded(int64_t sweep_id) override { inner_.SweepEnded(sweep_id); }
   void SweepReopened(int64_t sweep_id) override { inner_.SweepReopened(sweep_id); }

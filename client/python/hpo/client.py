@@ -99,6 +99,22 @@ class Client:
         except grpc.RpcError as e:
             raise HpoError(e.code(), e.details()) from None
 
+    def _change(self, method, request, retry_for=60.0):
+        """A change sent with a key of its own (request_id) and sent again with the same key
+        while hpod is unreachable or late: hpod applies it once however often it arrived."""
+        if not request.request_id:
+            request.request_id = secrets.token_hex(16)
+        give_up, backoff = time.monotonic() + retry_for, 0.2
+        while True:
+            try:
+                return self._call(method, request)
+            except HpoError as e:
+                retryable = e.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                if not retryable or time.monotonic() + backoff > give_up:
+                    raise
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
     @staticmethod
     def _spec(spec, source):
         """(yaml_text, source_name, base_dir) from a path, a YAML string or a dict."""
@@ -279,7 +295,7 @@ class Sweep:
     def extend(self, trials=None, add_trials=None, concurrent=None, wall_time_s=None,
                gpu_hours=None, add_gpu_hours=None, node_hours=None, add_node_hours=None):
         """More budget (as `hpo extend`): a sweep that ran out reopens. Returns status()."""
-        self.client._call("ExtendSweep", hpo_pb2.ExtendSweepRequest(
+        self.client._change("ExtendSweep", hpo_pb2.ExtendSweepRequest(
             sweep_id=self.id, max_trials=trials or 0, add_trials=add_trials or 0,
             max_concurrent=concurrent or 0, wall_time_seconds=wall_time_s or 0,
             gpu_hours=gpu_hours or 0, add_gpu_hours=add_gpu_hours or 0,
@@ -295,7 +311,7 @@ class Sweep:
             point = req.points.add()
             for k, v in c.items():
                 point.values[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-        self.client._call("Enqueue", req)
+        self.client._change("Enqueue", req)
         return self.status()
 
     def ask(self):

@@ -504,6 +504,49 @@ TEST_F(ControllerTest, ResumableTrialsContinueAsTheirNextSegment) {
   EXPECT_EQ(again.objective(), 0.5);
 }
 
+// hpod records that it told a trial to checkpoint before the signal goes, so a trial whose
+// segment exits 0 after that (here: while hpod was down) continues as its next segment instead
+// of being taken for finished.
+TEST_F(ControllerTest, ATrialToldToCheckpointContinuesEvenIfItExitedZeroWhileHpodWasDown) {
+  int launches = 0;
+  script_ = [&](const LaunchSpec&) {
+    SimulatedFate f;
+    if (launches++ == 0) {
+      f.checkpoint_after = absl::Seconds(2);  // its allocation ends: told to checkpoint
+      f.interruption = backend::Interruption::kTimeLimit;
+      f.run_time = absl::Seconds(4);  // and it exits 0 once it saved its state
+    } else {
+      f.run_time = absl::Seconds(6);
+    }
+    return f;
+  };
+  int64_t id = Submit(Spec(1, 1, std::string(kResumable) + "max_retries: 0\n"));
+  controller().RunOnce();
+  int64_t trial = Trials(id)[0].id();
+  for (int i = 0; i < 2; ++i) {
+    daemon_->clock().Advance(absl::Seconds(1));
+    controller().RunOnce();
+  }
+  // The batch that recorded the request was committed, and only then was the signal sent.
+  EXPECT_EQ(daemon_->simulated().checkpoint_signals(), std::vector<int64_t>{trial});
+  // hpod dies; the trial (still running) exits 0 before it is back.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  daemon_->clock().Advance(absl::Seconds(3));
+  controller().RunOnce();
+  controller().RunOnce();
+  auto mid = Trials(id)[0];
+  EXPECT_NE(mid.state(), v1::TRIAL_STATE_COMPLETED) << "cut short, not finished";
+  EXPECT_EQ(mid.segment(), 2);
+  RunUntilEnded();
+  auto t = Trials(id)[0];
+  EXPECT_EQ(t.state(), v1::TRIAL_STATE_COMPLETED);
+  EXPECT_EQ(t.segment(), 2);
+  ASSERT_EQ(t.segments_size(), 1);
+  EXPECT_EQ(t.segments(0).interruption(), v1::INTERRUPTION_TIME_LIMIT);
+  EXPECT_EQ(daemon_->simulated().launched().size(), 2u);
+  EXPECT_EQ(Trials(id).size(), 1u) << "the same trial went on; no retry";
+}
+
 TEST_F(ControllerTest, TrialsOutOfSegmentsEndLost) {
   script_ = [](const LaunchSpec&) {
     SimulatedFate f;
@@ -603,6 +646,50 @@ TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFrom
   ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
   EXPECT_EQ(controller().GetSweep(id)->max_trials(), 8);
   EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+}
+
+// A change whose reply was lost (hpod died after the commit) is sent again with its key: it is
+// answered with the sweep as it is and applied once. The key is stored with the change.
+TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
+  int64_t id = Submit(Spec(2, 2));
+  RunUntilEnded();
+  v1::ExtendSweepRequest extend;
+  extend.set_sweep_id(id);
+  extend.set_add_trials(3);
+  extend.set_request_id("extend-1");
+  ASSERT_TRUE(controller().Extend(extend).ok());
+  controller().RunOnce();
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  absl::StatusOr<v1::Sweep> again = controller().Extend(extend);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->max_trials(), 5) << "applied once, not 8";
+  v1::ExtendSweepRequest other = extend;
+  other.set_add_trials(4);
+  absl::StatusOr<v1::Sweep> clash = controller().Extend(other);
+  EXPECT_TRUE(absl::IsInvalidArgument(clash.status())) << clash.status();
+  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 5);
+
+  v1::EnqueueRequest enqueue;
+  enqueue.set_sweep_id(id);
+  enqueue.set_request_id("enqueue-1");
+  auto& point = *enqueue.add_points()->mutable_values();
+  point["x"] = "0.25";
+  point["k"] = "b";
+  ASSERT_TRUE(controller().Enqueue(enqueue).ok());
+  controller().RunOnce();
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  ASSERT_TRUE(controller().Enqueue(enqueue).ok());
+  RunUntilEnded();
+  auto trials = Trials(id);
+  EXPECT_EQ(trials.size(), 5u) << "2 + 3 more, the enqueued one among them, not twice";
+  int enqueued = 0;
+  for (const v1::Trial& t : trials) enqueued += t.params().at("x").float_value() == 0.25;
+  EXPECT_EQ(enqueued, 1);
+  // Without a key every request is a new one.
+  extend.clear_request_id();
+  ASSERT_TRUE(controller().Extend(extend).ok());
+  ASSERT_TRUE(controller().Extend(extend).ok());
+  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 11);
 }
 
 TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {

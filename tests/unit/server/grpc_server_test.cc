@@ -22,7 +22,7 @@ class GrpcServerTest : public ::testing::Test {
     o.slots = 4;
     daemon_ = std::make_unique<fakes::TestDaemon>(o);
     daemon_->controller().Start();
-    hpo_ = std::make_unique<HpoServiceImpl>(daemon_->controller(), daemon_->files(), "user-token");
+    hpo_ = std::make_unique<HpoServiceImpl>(daemon_->controller(), daemon_->files(), tokens_);
     report_ = std::make_unique<ReportServiceImpl>(daemon_->controller());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(builder);
@@ -40,6 +40,7 @@ class GrpcServerTest : public ::testing::Test {
     daemon_->controller().Shutdown();
   }
   std::unique_ptr<fakes::TestDaemon> daemon_;
+  TokenTable tokens_{ProcessUserName(), "user-token", ""};
   std::unique_ptr<HpoServiceImpl> hpo_;
   std::unique_ptr<ReportServiceImpl> report_;
   std::unique_ptr<grpc::Server> server_;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -491,7 +492,16 @@ TEST_F(SlurmCheckpointTest, TellsResumableStepsToCheckpointAheadOfTheAllocations
   backend_->Poll();
   EXPECT_TRUE(slurm_->signals.empty());
   clock_.Advance(absl::Seconds(31));
-  backend_->Poll();
+  // The request is reported first, for the controller to record; the signal waits for Act.
+  auto told = backend_->Poll();
+  ASSERT_EQ(std::count_if(told.begin(), told.end(),
+                          [](const BackendEvent& e) {
+                            return e.kind == BackendEvent::Kind::kCheckpoint && e.trial_id == 1 &&
+                                   e.interruption == backend::Interruption::kTimeLimit;
+                          }),
+            1);
+  EXPECT_TRUE(slurm_->signals.empty()) << "no signal before the request is recorded";
+  backend_->Act();
   ASSERT_EQ(slurm_->signals.size(), 1u);
   EXPECT_EQ(slurm_->signals[0].job, job);
   EXPECT_EQ(slurm_->signals[0].step, 7);  // the id its task recorded
@@ -514,6 +524,7 @@ TEST_F(SlurmCheckpointTest, AStepsOwnTimeLimitAlsoCallsForACheckpoint) {
   WaitStepId();
   clock_.Advance(absl::Minutes(4) + absl::Seconds(31));
   backend_->Poll();
+  backend_->Act();
   ASSERT_EQ(slurm_->signals.size(), 1u);
   auto ends = WaitEnds(1);
   ASSERT_EQ(ends.size(), 1u);
@@ -570,6 +581,7 @@ TEST_F(SlurmCheckpointTest, APreemptedAllocationTakesNoStepsAndItsStepsCheckpoin
   WaitStepId();
   slurm_->jobs[job].status.preempt_time = clock_.Now();
   backend_->Poll();
+  backend_->Act();  // the signal goes once the request is recorded
   ASSERT_EQ(slurm_->signals.size(), 1u);
   EXPECT_EQ(slurm_->signals[0].signal, SIGUSR1);
   EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
