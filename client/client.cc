@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/fingerprint.h"
 #include "common/shell_quote.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -307,13 +308,11 @@ absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bo
 
 namespace {
 
-// FNV-1a over the trial, the step and the metrics: the same in every process; never 0.
+// A fingerprint of the trial, the step and the metrics: the same in every process; never 0.
 int64_t ContentId(int64_t trial_id, int64_t step, const std::map<std::string, double>& metrics) {
   std::string text = absl::StrCat(trial_id, " ", step);
   for (const auto& [k, v] : metrics) absl::StrAppend(&text, " ", k, "=", absl::StrFormat("%a", v));
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return static_cast<int64_t>(h >> 1) | 1;
+  return static_cast<int64_t>(Fingerprint64(text) >> 1) | 1;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "common/fingerprint.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "nlohmann/json.hpp"
@@ -102,9 +103,7 @@ std::string ChangeFingerprint(const google::protobuf::Message& request) {
     out.SetSerializationDeterministic(true);
     copy->SerializeToCodedStream(&out);
   }
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a, 64 bits: stable across builds and runs
-  for (unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ull;
-  return absl::StrFormat("%016x", hash);
+  return absl::StrFormat("%016x", Fingerprint64(bytes));
 }
 
 }  // namespace hpo::server

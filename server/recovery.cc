@@ -120,7 +120,11 @@ void Recovery::Adopt(SweepRuntime& sweep, TrialRuntime& trial) {
   std::string why = absl::StrCat("hpod restarted while the trial ran, and ", adopted.message());
   if (trial.rec.state == v1::TRIAL_STATE_RUNNING && !trial.stop_requested() &&
       lifecycle_.MayResume(sweep, trial)) {
-    lifecycle_.NextSegment(sweep, trial, v1::INTERRUPTION_DAEMON, why, clock_.Now());
+    // Told to checkpoint before hpod went: that is what ended the segment.
+    v1::Interruption cause = trial.rec.checkpoint_requested != v1::INTERRUPTION_UNSPECIFIED
+                                 ? trial.rec.checkpoint_requested
+                                 : v1::INTERRUPTION_DAEMON;
+    lifecycle_.NextSegment(sweep, trial, cause, why, clock_.Now());
     ++resumed_;
     return;
   }
