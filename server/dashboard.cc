@@ -257,7 +257,7 @@ absl::Status Dashboard::Start() {
   // Runs once the headers are read and before any body is: a request with a body (every POST)
   // without a session is answered here, and its body never read.
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD" || req.path == "/metrics") {
+    if (req.method == "GET" || req.method == "HEAD") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (Find(req, /*bearer_ok=*/false)) return httplib::Server::HandlerResponse::Unhandled;
