@@ -13,7 +13,6 @@ class GridSampler final : public Sampler {
  public:
   GridSampler(const SearchSpace& space, int points, bool shuffle);
   std::string Name() const override { return "grid"; }
-  bool UsesHistory() const override { return false; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return size_; }

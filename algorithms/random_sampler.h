@@ -10,7 +10,6 @@ namespace hpo::algorithms {
 class RandomSampler final : public Sampler {
  public:
   std::string Name() const override { return "random"; }
-  bool UsesHistory() const override { return false; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
   std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }

@@ -114,8 +114,6 @@ class Sampler {
       const SuggestRequest& req) const = 0;
   // How many trials the sampler can propose at most; nullopt when unbounded.
   virtual std::optional<int64_t> Capacity(const SearchSpace& space) const = 0;
-  // False when Suggest ignores the history, so callers need not build it (large sweeps).
-  virtual bool UsesHistory() const { return true; }
 };
 
 // INVALID_ARGUMENT when the name is unknown or the settings do not fit the space, or when the

@@ -219,12 +219,9 @@ class Backend : public Capacity {
   // the backend finds it, it takes it back: OK, and Poll() reports kStarted (with the backend id)
   // and later kExited or kLost, at once when the trial already ended while the daemon was away
   // and its outcome is known. NOT_FOUND when nothing of the trial runs and nothing says how it
-  // ended; UNIMPLEMENTED when this backend cannot re-adopt trials.
-  [[nodiscard]] virtual absl::Status Adopt(const LaunchSpec& /*spec*/,
-                                           const std::string& /*backend_id*/,
-                                           const std::string& /*gpus*/) {
-    return absl::UnimplementedError("this backend cannot re-adopt trials");
-  }
+  // ended.
+  [[nodiscard]] virtual absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
+                                           const std::string& gpus) = 0;
   // After a restart: an allocation the store says this backend held for a sweep and had not
   // seen end. The backend takes it back with its steps, or reports (kAllocation) when it ended:
   // slurmctld's end time, or when it was known to end when no record of it is left.

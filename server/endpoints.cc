@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "server/hpo_service.h"
 #include "spdlog/spdlog.h"
 
@@ -63,7 +64,16 @@ absl::StatusOr<Endpoints> StartEndpoints(const HpodFlags& flags, const DataDir& 
     if (address != "none") builder.AddListeningPort(address, *credentials, &tcp_port);
     for (grpc::Service* service : services) builder.RegisterService(service);
     out.server = builder.BuildAndStart();
-    return out.server != nullptr && (address == "none" || tcp_port != 0);
+    if (out.server == nullptr) return false;
+    // gRPC's health protocol asks by service name: each of hpod's answers for itself (the empty
+    // name, the server as a whole, is SERVING already).
+    if (grpc::HealthCheckServiceInterface* health = out.server->GetHealthCheckService()) {
+      for (const char* name :
+           {v1::HpoService::service_full_name(), v1::ReportService::service_full_name()}) {
+        health->SetServingStatus(name, true);
+      }
+    }
+    return address == "none" || tcp_port != 0;
   };
   std::string remembered = RememberedAddress(flags.listen, data_dir);
   if (!build(remembered)) {

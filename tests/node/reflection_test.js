@@ -42,9 +42,19 @@ function unary(client, method, request, metadata) {
     Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false,
              requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw },
   }, 'Health');
-  const health = await unary(new Health(endpoint, creds), 'Check', Buffer.alloc(0));
+  const healthClient = new Health(endpoint, creds);
+  const health = await unary(healthClient, 'Check', Buffer.alloc(0));
   assert.deepStrictEqual([...health], [0x08, 0x01], `health answered ${[...health]}`);
-  console.log('health: SERVING');
+  // Each service by its name, as the protocol asks: HealthCheckRequest{service: NAME} is 0a LEN NAME.
+  for (const name of ['hpo.v1.HpoService', 'hpo.v1.ReportService']) {
+    const request = Buffer.concat([Buffer.from([0x0a, name.length]), Buffer.from(name)]);
+    const answer = await unary(healthClient, 'Check', request);
+    assert.deepStrictEqual([...answer], [0x08, 0x01], `health of ${name} answered ${[...answer]}`);
+  }
+  await assert.rejects(
+    unary(healthClient, 'Check', Buffer.concat([Buffer.from([0x0a, 7]), Buffer.from('no.such')])),
+    (e) => e.code === grpc.status.NOT_FOUND);
+  console.log('health: SERVING, also for hpo.v1.HpoService and hpo.v1.ReportService by name');
   process.exit(0);
 })().catch((e) => {
   console.error('FAIL:', e);
