@@ -4,18 +4,18 @@ namespace hpo::fakes {
 
 absl::Status FaultyBackend::Launch(const backend::LaunchSpec& spec) {
   if (absl::Status s = faults_.Next(Verb::kLaunch, "Launch"); !s.ok()) return s;
-  return inner_.Launch(spec);
+  return BackendWrapper::Launch(spec);
 }
 
 absl::Status FaultyBackend::Stop(int64_t trial_id, absl::Duration grace) {
   if (absl::Status s = faults_.Next(Verb::kStop, "Stop"); !s.ok()) return s;
-  return inner_.Stop(trial_id, grace);
+  return BackendWrapper::Stop(trial_id, grace);
 }
 
 absl::Status FaultyBackend::Adopt(const backend::LaunchSpec& spec, const std::string& backend_id,
                                   const std::string& gpus) {
   if (absl::Status s = faults_.Next(Verb::kAdopt, "Adopt"); !s.ok()) return s;
-  return inner_.Adopt(spec, backend_id, gpus);
+  return BackendWrapper::Adopt(spec, backend_id, gpus);
 }
 
 }  // namespace hpo::fakes

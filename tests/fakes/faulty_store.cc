@@ -5,7 +5,7 @@ namespace hpo::fakes {
 absl::Status FaultyStore::Begin() {
   if (absl::Status s = faults_.Next(Call::kBegin, "Begin"); !s.ok()) return s;
   if (kept_open_) return absl::OkStatus();  // the kept writes' transaction goes on
-  return inner_.Begin();
+  return inner().Begin();
 }
 
 absl::Status FaultyStore::Commit() {
@@ -14,7 +14,7 @@ absl::Status FaultyStore::Commit() {
     health_ = absl::UnavailableError(s.message());
     return s;
   }
-  absl::Status s = inner_.Commit();
+  absl::Status s = inner().Commit();
   if (s.ok()) {
     kept_open_ = false;
     health_ = absl::OkStatus();
@@ -24,80 +24,80 @@ absl::Status FaultyStore::Commit() {
 
 void FaultyStore::Rollback() {
   kept_open_ = false;
-  inner_.Rollback();
+  inner().Rollback();
 }
 
 absl::Status FaultyStore::Health() const {
   if (!health_.ok()) return health_;
-  return inner_.Health();
+  return inner().Health();
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertSweep(const server::SweepRecord& sweep) {
   if (absl::Status s = faults_.Next(Call::kInsertSweep, "InsertSweep"); !s.ok()) return s;
-  return inner_.InsertSweep(sweep);
+  return inner().InsertSweep(sweep);
 }
 
 absl::Status FaultyStore::DeleteSweep(int64_t sweep_id) {
   if (absl::Status s = faults_.Next(Call::kDeleteSweep, "DeleteSweep"); !s.ok()) return s;
-  return inner_.DeleteSweep(sweep_id);
+  return inner().DeleteSweep(sweep_id);
 }
 
 absl::Status FaultyStore::UpdateSweep(const server::SweepRecord& sweep) {
   if (absl::Status s = faults_.Next(Call::kUpdateSweep, "UpdateSweep"); !s.ok()) return s;
-  return inner_.UpdateSweep(sweep);
+  return inner().UpdateSweep(sweep);
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertTrial(const server::TrialRecord& trial) {
   if (absl::Status s = faults_.Next(Call::kInsertTrial, "InsertTrial"); !s.ok()) return s;
-  return inner_.InsertTrial(trial);
+  return inner().InsertTrial(trial);
 }
 
 absl::Status FaultyStore::UpdateTrial(const server::TrialRecord& trial) {
   if (absl::Status s = faults_.Next(Call::kUpdateTrial, "UpdateTrial"); !s.ok()) return s;
-  return inner_.UpdateTrial(trial);
+  return inner().UpdateTrial(trial);
 }
 
 absl::Status FaultyStore::InsertReport(const server::ReportRecord& report) {
   if (absl::Status s = faults_.Next(Call::kInsertReport, "InsertReport"); !s.ok()) return s;
-  return inner_.InsertReport(report);
+  return inner().InsertReport(report);
 }
 
 absl::StatusOr<int64_t> FaultyStore::InsertEvent(const server::EventRecord& event) {
   if (absl::Status s = faults_.Next(Call::kInsertEvent, "InsertEvent"); !s.ok()) return s;
-  return inner_.InsertEvent(event);
+  return inner().InsertEvent(event);
 }
 
 absl::Status FaultyStore::WriteAllocation(const server::AllocationRecord& allocation) {
   if (absl::Status s = faults_.Next(Call::kWriteAllocation, "WriteAllocation"); !s.ok()) return s;
-  return inner_.WriteAllocation(allocation);
+  return inner().WriteAllocation(allocation);
 }
 
 absl::StatusOr<std::vector<server::SweepRecord>> FaultyStore::LoadSweeps() {
   if (absl::Status s = faults_.Next(Call::kLoadSweeps, "LoadSweeps"); !s.ok()) return s;
-  return inner_.LoadSweeps();
+  return inner().LoadSweeps();
 }
 
 absl::StatusOr<std::vector<server::TrialRecord>> FaultyStore::LoadTrials(int64_t sweep_id) {
   if (absl::Status s = faults_.Next(Call::kLoadTrials, "LoadTrials"); !s.ok()) return s;
-  return inner_.LoadTrials(sweep_id);
+  return inner().LoadTrials(sweep_id);
 }
 
 absl::StatusOr<std::vector<server::ReportRecord>> FaultyStore::LoadReports(int64_t trial_id) {
   if (absl::Status s = faults_.Next(Call::kLoadReports, "LoadReports"); !s.ok()) return s;
-  return inner_.LoadReports(trial_id);
+  return inner().LoadReports(trial_id);
 }
 
 absl::StatusOr<std::vector<server::AllocationRecord>> FaultyStore::LoadAllocations(
     int64_t sweep_id) {
   if (absl::Status s = faults_.Next(Call::kLoadAllocations, "LoadAllocations"); !s.ok()) return s;
-  return inner_.LoadAllocations(sweep_id);
+  return inner().LoadAllocations(sweep_id);
 }
 
 absl::StatusOr<std::vector<server::EventRecord>> FaultyStore::LoadEvents(int64_t sweep_id,
                                                                          int64_t after_seq,
                                                                          int limit) {
   if (absl::Status s = faults_.Next(Call::kLoadEvents, "LoadEvents"); !s.ok()) return s;
-  return inner_.LoadEvents(sweep_id, after_seq, limit);
+  return inner().LoadEvents(sweep_id, after_seq, limit);
 }
 
 }  // namespace hpo::fakes

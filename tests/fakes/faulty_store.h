@@ -1,18 +1,18 @@
 #pragma once
-// FaultyStore: a pass-through Store that fails a chosen call with a chosen code, a chosen
-// number of times (LevelDB's fault-injection env, for the store).
+// FaultyStore: a pass-through Store (StoreWrapper) that fails a chosen call with a chosen code, a
+// chosen number of times (LevelDB's fault-injection env, for the store).
 //
 // A failed write takes nothing. A failed Commit behaves as the Store contract says a failed
 // commit does: the transaction's writes are kept (the inner store's transaction stays open),
 // Health() is UNAVAILABLE with the injected message, and the next Commit that is not failed
 // commits them together with that batch's writes.
 
-#include "server/store.h"
+#include "server/store_wrapper.h"
 #include "tests/fakes/fault_plan.h"
 
 namespace hpo::fakes {
 
-class FaultyStore final : public server::Store {
+class FaultyStore final : public server::StoreWrapper {
  public:
   enum class Call {
     kBegin,
@@ -31,7 +31,7 @@ class FaultyStore final : public server::Store {
     kLoadEvents,
     kLoadAllocations,
   };
-  explicit FaultyStore(server::Store& inner) : inner_(inner) {}
+  explicit FaultyStore(server::Store& inner) : StoreWrapper(inner) {}
 
   // The next `times` calls of `call` fail with `code` (and a message naming the call).
   void Fail(Call call, absl::StatusCode code, int times = 1) { faults_.Fail(call, code, times); }
@@ -56,20 +56,14 @@ class FaultyStore final : public server::Store {
       int64_t trial_id) override;
   [[nodiscard]] absl::StatusOr<std::vector<server::AllocationRecord>> LoadAllocations(
       int64_t sweep_id) override;
-  [[nodiscard]] absl::StatusOr<std::vector<server::EventRecord>> LoadTrialEvents(
-      int64_t trial_id, int limit) override {
-    return inner_.LoadTrialEvents(trial_id, limit);
-  }
   [[nodiscard]] absl::StatusOr<std::vector<server::EventRecord>> LoadEvents(int64_t sweep_id,
                                                                             int64_t after_seq,
                                                                             int limit) override;
-  int SchemaVersion() const override { return inner_.SchemaVersion(); }
 
  private:
   // The injected error for `call`, or OK.
   [[nodiscard]] absl::Status Injected(Call call, const char* name);
 
-  server::Store& inner_;
   FaultPlan<Call> faults_;
   bool kept_open_ = false;  // a failed Commit left the inner transaction open
   absl::Status health_;
