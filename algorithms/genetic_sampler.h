@@ -41,7 +41,7 @@ class GeneticSampler final : public Sampler {
   std::string Name() const override { return "genetic"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
 
   // INVALID_ARGUMENT naming the setting that is out of range.
   [[nodiscard]] static absl::Status Validate(const GeneticOptions& options);
@@ -75,7 +75,7 @@ class PbtSampler final : public Sampler {
   std::string Name() const override { return "pbt"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
   [[nodiscard]] static absl::Status Validate(const PbtOptions& options);
   // Explore: one parameter's new value (exposed for tests).
   static ParamValue Explore(const ParamDef& p, const ParamValue& v, const PbtOptions& o, Rng& rng);

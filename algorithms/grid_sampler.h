@@ -15,7 +15,7 @@ class GridSampler final : public Sampler {
   std::string Name() const override { return "grid"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return size_; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return size_; }
 
   // The values each parameter takes on the grid, in space order.
   const std::vector<std::vector<ParamValue>>& axes() const { return axes_; }

@@ -37,7 +37,7 @@ class Nsga2Sampler final : public Sampler {
   std::string Name() const override { return "nsga2"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
   // INVALID_ARGUMENT naming the setting that is out of range.
   [[nodiscard]] static absl::Status Validate(const Nsga2Options& options);
 

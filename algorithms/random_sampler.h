@@ -12,7 +12,7 @@ class RandomSampler final : public Sampler {
   std::string Name() const override { return "random"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
 
   // One draw of one parameter; exposed for samplers that build on random draws.
   static ParamValue Draw(const ParamDef& p, Rng& rng);

@@ -78,7 +78,7 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
   if (spec.name == "grid") {
     if (spec.grid_points < 1) return absl::InvalidArgumentError("grid points must be >= 1");
     auto grid = std::make_unique<GridSampler>(space, spec.grid_points, spec.grid_shuffle);
-    if (*grid->Capacity(space) > kMaxGridSize) {
+    if (*grid->MaxTrials(space) > kMaxGridSize) {
       return absl::InvalidArgumentError(
           "the grid has more than 100,000,000 points; use fewer points or random search");
     }

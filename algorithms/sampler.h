@@ -113,7 +113,7 @@ class Sampler {
   [[nodiscard]] virtual absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const = 0;
   // How many trials the sampler can propose at most; nullopt when unbounded.
-  virtual std::optional<int64_t> Capacity(const SearchSpace& space) const = 0;
+  virtual std::optional<int64_t> MaxTrials(const SearchSpace& space) const = 0;
 };
 
 // INVALID_ARGUMENT when the name is unknown or the settings do not fit the space, or when the

@@ -40,7 +40,7 @@ class TpeSampler final : public Sampler {
   std::string Name() const override { return "tpe"; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const SearchSpace&) const override { return std::nullopt; }
+  std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
 
  private:
   // The trials the model learns from, best first (see above).

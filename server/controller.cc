@@ -328,7 +328,7 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) 
           absl::StrCat("extend: ", id, " already made ", made, " trial(s); --trials ", limit,
                        " gives it none more (use a larger number, or +N)"));
     }
-    std::optional<int64_t> cap = sweep->plan.sampler->Capacity(sweep->spec().space);
+    std::optional<int64_t> cap = sweep->plan.sampler->MaxTrials(sweep->spec().space);
     if (sweep->exhausted || (cap && sweep->sampled >= *cap)) {
       return absl::InvalidArgumentError(
           absl::StrCat("extend: ", id, "'s ", sweep->plan.sampler->Name(),

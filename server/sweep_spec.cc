@@ -760,7 +760,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
                                         spec.budget.max_trials, "); they count toward it"));
     return;
   }
-  if (spec.budget.max_trials == 0 && !(*sampler)->Capacity(spec.space) && !spec.budget.wall_time) {
+  if (spec.budget.max_trials == 0 && !(*sampler)->MaxTrials(spec.space) && !spec.budget.wall_time) {
     Error(root["budget"] ? root["budget"] : root,
           absl::StrCat(
               spec.algorithm.name,

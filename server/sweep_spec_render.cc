@@ -59,7 +59,7 @@ std::vector<std::string> SweepSpec::RenderCommand(const algorithms::Params& para
 }
 
 int64_t SweepSpec::TrialLimit(const algorithms::Sampler& sampler) const {
-  std::optional<int64_t> cap = sampler.Capacity(space);
+  std::optional<int64_t> cap = sampler.MaxTrials(space);
   if (budget.max_trials > 0 && cap) return std::min(budget.max_trials, *cap);
   if (budget.max_trials > 0) return budget.max_trials;
   return cap.value_or(0);
@@ -93,7 +93,7 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
                     " (a trial that misses one ranks after every one that meets them)");
   }
   absl::StrAppend(&out, "\nalgorithm: ", sampler.Name());
-  if (auto cap = sampler.Capacity(space)) {
+  if (auto cap = sampler.MaxTrials(space)) {
     absl::StrAppend(&out, " (", *cap, " grid points");
     if (budget.max_trials > 0 && budget.max_trials < *cap) {
       absl::StrAppend(&out, "; max_trials ", budget.max_trials, " runs only the first ",

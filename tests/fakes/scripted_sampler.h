@@ -19,7 +19,7 @@ class ScriptedSampler final : public algorithms::Sampler {
   // Trial number n gets script[n].
   [[nodiscard]] absl::StatusOr<std::optional<algorithms::Params>> Suggest(
       const algorithms::SuggestRequest& req) const override;
-  std::optional<int64_t> Capacity(const algorithms::SearchSpace&) const override {
+  std::optional<int64_t> MaxTrials(const algorithms::SearchSpace&) const override {
     return static_cast<int64_t>(script_.size());
   }
   int calls() const { return calls_; }

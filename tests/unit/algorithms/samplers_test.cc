@@ -96,7 +96,7 @@ TEST(GridSampler, EnumeratesTheProductThenEnds) {
                       std::nullopt});
   s.params.push_back({"layers", ParamType::kInt, 1, 3, false, std::nullopt, {}, {}, std::nullopt});
   GridSampler grid(s, 3, false);
-  ASSERT_EQ(*grid.Capacity(s), 3 * 2 * 3);
+  ASSERT_EQ(*grid.MaxTrials(s), 3 * 2 * 3);
   std::set<std::string> seen;
   for (int64_t n = 0; n < 18; ++n) {
     auto p = Suggest(grid, s, n, 0);
