@@ -42,7 +42,7 @@ class MedianStopper final : public Stopper {
                       Direction direction) const;
 
   // Whether Observe gave up the trees for the pure form (exposed for tests).
-  bool fallen_back() const { return fallback_; }
+  bool FellBackForTest() const { return fallback_; }
 
  private:
   struct TrialRecord {

@@ -28,7 +28,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "hpo/v1/states.h"
-#include "server/controller.h"
+#include "server/core/controller.h"
 #include "tests/fakes/test_daemon.h"
 #ifdef HPO_WITH_SLURM
 #include "slurm_backend/allocation_pool.h"

@@ -23,7 +23,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
-#include "server/controller.h"
+#include "server/core/controller.h"
 #include "tests/fakes/test_daemon.h"
 
 namespace {

@@ -31,7 +31,7 @@
 #include "algorithms/search_space.h"
 #include "bench/problems.h"
 #include "common/clock.h"
-#include "server/controller.h"
+#include "server/core/controller.h"
 #include "spdlog/spdlog.h"
 #include "tests/fakes/test_daemon.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 // A user's access file, DATA_DIR/users/NAME.access: the role the daemon's owner gave NAME
-// (server/auth.h says what each may do), written by `hpo user` and `hpo share`, read by hpod.
+// (server/auth/auth.h says what each may do), written by `hpo user` and `hpo share`, read by hpod.
 // One setting a line, '#' starts a comment:
 //
 //   role viewer            the role on every sweep: none | viewer | operator | metrics

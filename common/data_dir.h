@@ -24,7 +24,7 @@ class DataDir {
   std::string dashboard_path() const { return File(layout::kDashboard); }
   std::string dashboard_port_path() const { return File(layout::kDashboardPort); }
   std::string token_path() const { return File(layout::kToken); }
-  // Other users' tokens for a shared daemon: users/NAME.token (server/auth.h).
+  // Other users' tokens for a shared daemon: users/NAME.token (server/auth/auth.h).
   std::string users_dir() const { return File(layout::kUsersDir); }
   std::string user_token_path(const std::string& user) const {
     return users_dir() + "/" + user + layout::kUserTokenSuffix;

@@ -9,7 +9,7 @@
 //     tcp_port         the port of the last run, asked for again at the next start
 //     token            the owner's token, mode 0600
 //     users/NAME.token tokens of other users of a shared daemon, mode 0600
-//     users/NAME.access  their roles (server/auth.h)
+//     users/NAME.access  their roles (server/auth/auth.h)
 //     hpod.pid         pid of the running daemon
 //     hpod.lock        held (flock) by the running daemon: one daemon per data directory
 //     hpod.log         the daemon's log when started in the background

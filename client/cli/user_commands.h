@@ -1,7 +1,7 @@
 #pragma once
 // `hpo user add|rm|ls|role|rotate` and `hpo share`: the owner of a shared daemon gives other users
 // a token and a role (files in the data directory, read by hpod within a moment; see
-// server/auth.h for what each role may do). Only the owner submits sweeps.
+// server/auth/auth.h for what each role may do). Only the owner submits sweeps.
 
 #include <string>
 

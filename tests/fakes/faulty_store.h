@@ -7,7 +7,7 @@
 // Health() is UNAVAILABLE with the injected message, and the next Commit that is not failed
 // commits them together with that batch's writes.
 
-#include "server/store_wrapper.h"
+#include "server/store/store_wrapper.h"
 #include "tests/fakes/fault_plan.h"
 
 namespace hpo::fakes {

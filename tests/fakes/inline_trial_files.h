@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "server/trial_files.h"
+#include "server/core/trial_files.h"
 
 namespace hpo::fakes {
 

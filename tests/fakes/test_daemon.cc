@@ -108,7 +108,7 @@ std::map<std::string, int> TestDaemon::Counts(int64_t sweep_id) {
 }
 
 std::string TestDaemon::TokenOf(int64_t trial_id) const {
-  return controller_->TrialToken(trial_id).value_or("");
+  return controller_->TrialTokenForTest(trial_id).value_or("");
 }
 
 int64_t TestDaemon::ReportRows() {

@@ -14,8 +14,8 @@
 
 #include "backend/simulated_backend.h"
 #include "common/clock.h"
-#include "server/controller.h"
-#include "server/sqlite_store.h"
+#include "server/core/controller.h"
+#include "server/store/sqlite_store.h"
 #include "tests/fakes/faulty_backend.h"
 #include "tests/fakes/faulty_store.h"
 #include "tests/fakes/inline_trial_files.h"

@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Odd trial ids: the trial's own token (the checks past authentication); even: a wrong one.
       if (Parse(r, data, size)) {
         std::string token = "wrong";
-        if (r.trial_id() % 2 != 0) token = c.TrialToken(r.trial_id()).value_or("wrong");
+        if (r.trial_id() % 2 != 0) token = c.TrialTokenForTest(r.trial_id()).value_or("wrong");
         (void)c.Report(r, token);
       }
       break;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "algorithms/sampler.h"
-#include "server/sweep_spec.h"
+#include "server/spec/sweep_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string yaml(reinterpret_cast<const char*>(data), size);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The trust model on a real hpod (server/auth.h, docs/operations.md), probed as a user would:
+# The trust model on a real hpod (server/auth/auth.h, docs/operations.md), probed as a user would:
 #  - only the owner runs commands: a viewer's and an operator's submit, fork and warm start are
 #    PERMISSION_DENIED saying why, and none of their calls (every HpoService call, enqueue with
 #    a shell payload) starts a process whose command they chose;

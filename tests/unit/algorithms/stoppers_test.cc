@@ -184,7 +184,7 @@ TEST(Median, IncrementalDecidesAsThePureForm) {
           }
         }
         if (mode != 2) {  // 2: only once the trees hold too many entries
-          EXPECT_EQ(incremental.fallen_back(), mode == 1);
+          EXPECT_EQ(incremental.FellBackForTest(), mode == 1);
         }
         EXPECT_GT(decisions, 100);
         EXPECT_GT(stops, 10);

@@ -1,0 +1,201 @@
+#pragma once
+// Controller: the single writer. It owns every sweep's and trial's state and is the one door
+// to it: the gRPC services (and tests, fuzzers and benchmarks) post work to it and read from it.
+//
+// It is made of parts, each one idea:
+//   BatchLoop       the thread: queue, wake-up, one transaction per batch, commit, completer
+//   ReportIntake    a trial's report, from validation to the stopper's verdict
+//   TrialLifecycle  creation, launch, backend events, stops, retries, a sweep's end
+//   EventPublisher  the event log and its watchers
+//   Recovery        the state rebuilt from the store at start
+//   SweepTable      the memory they share; views.h turns it into the API's messages
+// The Controller wires them together and keeps the API's rules (access, refusals).
+//
+// Threading: Post() is thread-safe; every other method must run on the controller's thread,
+// i.e. inside a posted function (or in RunOnce for tests in virtual time). A posted function's
+// continuation runs after the batch it ran in has been committed (so an answered report is
+// durable), with the commit's status.
+//
+// Errors: operations return INVALID_ARGUMENT (bad spec or request), NOT_FOUND (unknown id),
+// PERMISSION_DENIED (another user's sweep), FAILED_PRECONDITION (illegal transition, report
+// after the trial ended), UNAUTHENTICATED (wrong trial token), UNAVAILABLE (hpod cannot write
+// its data now; retry later).
+
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "backend/backend.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "hpo/v1/hpo.pb.h"
+#include "server/auth/auth.h"
+#include "server/core/batch_loop.h"
+#include "server/core/budget.h"
+#include "server/core/event_publisher.h"
+#include "server/core/reads.h"
+#include "server/core/report_intake.h"
+#include "server/core/sweep_table.h"
+#include "server/core/telemetry.h"
+#include "server/core/trial_files.h"
+#include "server/core/trial_lifecycle.h"
+#include "server/store/store.h"
+
+namespace hpo::server {
+
+class Controller {
+ public:
+  // What trials get (data directory, endpoint, ...; TrialLifecycle::Options), and the tick.
+  struct Options : TrialLifecycle::Options {
+    absl::Duration tick = absl::Milliseconds(50);
+    // What batches and reports are measured by (server/core/telemetry.h); null: nothing.
+    Telemetry* telemetry = nullptr;
+  };
+  using Done = BatchLoop::Done;
+  using Work = BatchLoop::Work;
+
+  Controller(Options options, Store& store, backend::Backend& backend, TrialFiles& files,
+             const Clock& clock);
+  ~Controller();
+
+  // Loads every sweep from the store and re-adopts the trials that were running (Recovery).
+  // Call once, before Start/RunOnce.
+  [[nodiscard]] absl::Status Recover();
+  void Start();
+  // Finishes the current batch and joins the threads. Running trials are killed and marked LOST
+  // ("hpod stopped"); their sweeps retry them when the daemon starts again. With `keep_trials`
+  // they go on running instead, and the next start re-adopts them (as after a crash).
+  void Shutdown(bool keep_trials = false);
+
+  // Before Start: the endpoint trials report to (known once the server listens).
+  void set_report_endpoint(std::string endpoint) {
+    lifecycle_.set_report_endpoint(std::move(endpoint));
+  }
+
+  // Thread-safe: `work` runs on the controller's thread, in the next batch; its continuation
+  // after that batch committed (a front door that answers asynchronously, as the gRPC
+  // services do, answers from there).
+  void Post(Work work) { loop_.Post(std::move(work)); }
+  // Thread-safe, for a front door that blocks (the dashboard's HTTP threads): runs `fn` on the
+  // controller's thread and waits for its answer, at most `deadline` (UNAVAILABLE then; the
+  // answer, when it comes, goes nowhere). With `durable`, the answer waits for the batch's
+  // commit too, and a failed commit is the answer. `fn` must hold copies of what it reads: the
+  // request it answers may be gone by the time it runs.
+  template <typename T>
+  absl::StatusOr<T> Call(std::function<absl::StatusOr<T>()> fn, absl::Duration deadline,
+                         bool durable = false) {
+    auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
+    std::future<absl::StatusOr<T>> answer = promise->get_future();
+    Post([promise, fn = std::move(fn), durable]() -> Done {
+      absl::StatusOr<T> result = fn();
+      if (!durable || !result.ok()) {
+        promise->set_value(std::move(result));
+        return nullptr;
+      }
+      return [promise, result = std::move(result)](const absl::Status& commit) {
+        promise->set_value(commit.ok() ? result : absl::StatusOr<T>(commit));
+      };
+    });
+    if (answer.wait_for(absl::ToChronoNanoseconds(deadline)) != std::future_status::ready) {
+      return absl::UnavailableError(
+          absl::StrCat("hpod did not answer within ", absl::FormatDuration(deadline)));
+    }
+    return answer.get();
+  }
+  // Tests in virtual time: runs the queued work and one tick on the calling thread.
+  void RunOnce() { loop_.RunOnce(); }
+
+  // --- controller thread only ---
+  v1::ValidateSweepResponse Validate(const v1::ValidateSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req,
+                                                 const std::string& owner = "");
+  [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
+  // Every sweep, or with `caller` set only those the caller may see.
+  std::vector<v1::Sweep> ListSweeps(bool active_only, const Caller* caller = nullptr) const;
+  // The gate (server/auth.h) that every front door passes a call through before acting: OK,
+  // NOT_FOUND for a sweep or trial that is not there, PERMISSION_DENIED saying why.
+  [[nodiscard]] absl::Status Authorize(const Caller& caller, const Need& need) const;
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  // More budget (v1::ExtendSweepRequest): a COMPLETED or TIMED_OUT sweep reopens. INVALID_ARGUMENT
+  // for a change that gives nothing more (fewer trials than it made, a GPU-hour budget below what
+  // was used), FAILED_PRECONDITION for a sweep that cannot go on; nothing changes then.
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
+  // Removes an ended sweep from the store and from memory; returns the directories of its trials
+  // for the caller to remove once that is committed. FAILED_PRECONDITION for one not ended.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(int64_t sweep_id);
+  // Configurations that run before anything the sampler proposes (v1::EnqueueRequest), checked
+  // against the space; they count toward budget.max_trials, which grows if they need it. A sweep
+  // that ran out of trials reopens. INVALID_ARGUMENT for a point outside the space.
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
+  // Ask and tell (`backend: external`): TrialLifecycle::Ask and Tell.
+  [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const v1::TellRequest& req);
+  [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(
+      const v1::ListTrialsRequest& req) const;
+  [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
+  [[nodiscard]] absl::StatusOr<std::string> TrialDir(int64_t trial_id) const;
+  // A trial's reporting token, for in-process tools (the fuzzer); never served over the API.
+  [[nodiscard]] absl::StatusOr<std::string> TrialTokenForTest(int64_t trial_id) const;
+  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
+                                                          absl::string_view token) {
+    return intake_.Report(req, token);
+  }
+  // Sends the sweep's committed events after since_seq (none when it is negative), then live
+  // ones until the sweep ends.
+  [[nodiscard]] absl::Status Watch(int64_t sweep_id, int64_t since_seq,
+                                   std::shared_ptr<EventSink> sink);
+  // True when no sweep is RUNNING or PAUSED.
+  bool AllSweepsEnded() const { return table_.AllEnded(); }
+  // What readers outside the core see of it now (server/core/reads.h): the dashboard's views
+  // and /metrics.
+  CoreReads Read() const { return CoreReads{table_, store_, backend_, clock_.Now()}; }
+
+  // Thread-safe: what the front doors measure (a report's latency).
+  Telemetry& telemetry() { return *telemetry_; }
+
+ private:
+  // After every commit: events go out, and a change in whether hpod can write is logged.
+  void Committed(const absl::Status& commit);
+  [[nodiscard]] absl::StatusOr<Sweep*> FindSweep(int64_t sweep_id) const;
+  // The completed trials of sweep `from` that lie in `spec`'s space (its parameters, a new one
+  // at its default), as trials of a new sweep: COMPLETED, origin warm_start, never run.
+  // INVALID_ARGUMENT when the sweeps have no parameter or objective in common.
+  [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> WarmStartTrials(const SweepSpec& spec,
+                                                                         int64_t from) const;
+  // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).
+  [[nodiscard]] absl::Status CheckChangeable(const Sweep& sweep, const char* verb) const;
+  // What a change of the sweep's budget reads of it (budget.h), as of now.
+  BudgetState BudgetStateOf(const Sweep& sweep) const;
+  // A change whose key (`request_id`) the sweep applied before: the sweep as it is, or
+  // INVALID_ARGUMENT when that key came with other values; nullopt: apply it
+  // (Sweep::NoteApplied records the key with the change, in the same write).
+  std::optional<absl::StatusOr<v1::Sweep>> Replayed(const Sweep& sweep, const std::string& key,
+                                                    const std::string& fingerprint) const;
+  // A new budget (`hpo extend`, `hpo enqueue`): applied and stored, and a sweep that had ended
+  // reopens.
+  void Change(Sweep& sweep, const BudgetChange& change, const std::string& message);
+  v1::Sweep View(const Sweep& sweep, bool with_spec = false) const;
+
+  Store& store_;
+  backend::Backend& backend_;
+  TrialFiles& files_;
+  const Clock& clock_;
+  Telemetry none_;  // when Options give no telemetry
+  Telemetry* telemetry_;
+  SweepTable table_;
+  EventPublisher events_;
+  TrialLifecycle lifecycle_;
+  ReportIntake intake_;
+  BatchLoop loop_;
+  bool writable_ = true;  // as last logged
+  bool stopped_ = false;
+};
+
+}  // namespace hpo::server

@@ -1,0 +1,45 @@
+#pragma once
+// SweepPlan: a sweep file parsed once, with the sampler and stopper the sweep runs with.
+//
+// PlanSweep is the one place a sweep's YAML becomes something to run: `hpo validate`, a submit
+// and the recovery of a stored sweep all plan through it, so the spec is parsed and the sampler
+// built once per use. Thread-compatible; no I/O beyond the backend's fit check.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/sampler.h"
+#include "algorithms/stopper.h"
+#include "backend/backend.h"
+#include "server/spec/sweep_spec.h"
+#include "server/store/store.h"
+
+namespace hpo::server {
+
+struct SweepPlan {
+  SweepSpec spec;
+  std::unique_ptr<algorithms::Sampler> sampler;
+  std::unique_ptr<algorithms::Stopper> stopper;
+  int64_t limit = 0;  // SweepSpec::TrialLimit: trials the sweep runs at most; 0: unbounded
+  // Whether the sweep keeps each trial's objective curve (it has a stopper, which reads it, as
+  // does TPE); without one no curve is kept.
+  bool keeps_curves = false;
+  // Pareto ranking (SweepSpec::Pareto): the direction of each objective, for the sampler and
+  // the stopper; empty otherwise.
+  std::vector<algorithms::Direction> directions;
+};
+
+struct PlanResult {
+  std::optional<SweepPlan> plan;
+  std::vector<std::string> errors;  // "file:line:column: what is wrong"; empty when plan is set
+};
+
+// Parses `yaml` and builds its sampler and stopper. With `backend` set, also resolves where the
+// sweep runs (its placement's backend, filled in) and checks that the sweep's largest trial fits
+// there; recovery leaves it null, since a stored sweep was checked when it was submitted.
+PlanResult PlanSweep(const std::string& yaml, const std::string& source,
+                     const std::string& base_dir, backend::Backend* backend = nullptr);
+
+}  // namespace hpo::server

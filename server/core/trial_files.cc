@@ -1,0 +1,147 @@
+#include "server/core/trial_files.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "common/files.h"
+
+namespace hpo::server {
+
+absl::Status PrepareTrialDir(const std::string& dir) { return MakeDirs(dir, 0755); }
+
+absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path, int64_t max_bytes) {
+  TrialFiles::LogTail tail;
+  absl::StatusOr<std::string> data = TailFile(path, max_bytes, &tail.truncated);
+  if (absl::IsNotFound(data.status())) {
+    tail.missing = true;
+    return tail;
+  }
+  if (!data.ok()) return data.status();
+  tail.data = std::move(*data);
+  return tail;
+}
+
+ThreadedTrialFiles::ThreadedTrialFiles() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hpod-files");
+    Loop();
+  });
+}
+
+ThreadedTrialFiles::~ThreadedTrialFiles() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void ThreadedTrialFiles::Prepare(std::string dir) {
+  {
+    std::lock_guard lock(mu_);
+    Job job;
+    job.dir = std::move(dir);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::vector<TrialFiles::Prepared> ThreadedTrialFiles::Poll() {
+  std::lock_guard lock(mu_);
+  std::vector<Prepared> out;
+  out.swap(done_);
+  return out;
+}
+
+absl::Status ThreadedTrialFiles::Health() const {
+  std::lock_guard lock(mu_);
+  return health_;
+}
+
+void ThreadedTrialFiles::Tail(std::string path, int64_t max_bytes, TailDone done) {
+  {
+    std::lock_guard lock(mu_);
+    Job job;
+    job.path = std::move(path);
+    job.max_bytes = max_bytes;
+    job.done = std::move(done);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void ThreadedTrialFiles::Remove(std::vector<std::string> dirs, RemoveDone done) {
+  {
+    std::lock_guard lock(mu_);
+    Job job;
+    job.remove = std::move(dirs);
+    job.removed = std::move(done);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void ThreadedTrialFiles::SetWakeup(std::function<void()> wake) {
+  std::lock_guard lock(mu_);
+  wake_ = std::move(wake);
+}
+
+void ThreadedTrialFiles::Loop() {
+  std::unique_lock lock(mu_);
+  auto next_retry = std::chrono::steady_clock::time_point::max();
+  while (true) {
+    // While a directory cannot be made for lack of room, the waiting ones are tried again
+    // once a second.
+    cv_.wait_until(lock,
+                   waiting_.empty() ? std::chrono::steady_clock::time_point::max() : next_retry,
+                   [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_ && jobs_.empty()) return;
+    if (!waiting_.empty() && std::chrono::steady_clock::now() >= next_retry) {
+      for (Job& job : waiting_) jobs_.push_back(std::move(job));
+      waiting_.clear();
+    }
+    bool news = false;
+    while (!jobs_.empty()) {
+      Job job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      if (job.done) {
+        job.done(ReadLogTail(job.path, job.max_bytes));
+        lock.lock();
+        continue;
+      }
+      if (job.removed) {
+        job.removed(RemoveTrees(job.remove));
+        lock.lock();
+        continue;
+      }
+      absl::Status s = PrepareTrialDir(job.dir);
+      lock.lock();
+      if (absl::IsUnavailable(s)) {
+        health_ = s;
+        if (waiting_.empty())
+          next_retry = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        waiting_.push_back(std::move(job));
+        continue;
+      }
+      if (s.ok() && waiting_.empty()) health_ = absl::OkStatus();
+      done_.push_back({std::move(job.dir), std::move(s)});
+      news = true;
+    }
+    if (news && wake_) wake_();
+  }
+}
+
+absl::Status RemoveTrees(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot remove ", dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hpo::server

@@ -1,0 +1,151 @@
+#pragma once
+// TrialLifecycle: a trial's life from creation to its final state, and the scheduling of each
+// sweep's trials. It creates trials (the sampler's suggestions, or retries of LOST ones), has
+// their directories made (TrialFiles), launches them on the backend when they fit, turns
+// backend events into transitions, requests and enforces stops, retries what the infrastructure
+// lost, and ends sweeps (budget, wall time, goal, too many failures, cancel).
+//
+// Every transition is written to the store and the event log (EventPublisher) in the current
+// batch. New work (trials created or launched) waits while the store or the sweeps file system
+// cannot be written (their Health).
+//
+// Threads: the controller's thread only (inside a batch).
+// Errors: none returned; a backend or store refusal ends the trial (FAILED when it is the
+// trial's fault, LOST when it is the infrastructure's) or is logged.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/time/time.h"
+#include "backend/backend.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "server/core/event_publisher.h"
+#include "server/core/sweep_table.h"
+#include "server/core/trial_files.h"
+#include "server/store/store.h"
+
+namespace hpo::server {
+
+class TrialLifecycle {
+ public:
+  struct Options {
+    DataDir data_dir{""};
+    std::string report_endpoint;  // HPO_ENDPOINT given to trials
+    std::string tls_ca;           // HPO_TLS_CA given to trials when the endpoint serves TLS
+    std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
+    absl::Duration progress_interval = absl::Milliseconds(500);
+  };
+  TrialLifecycle(Options options, SweepTable& table, Store& store, backend::Backend& backend,
+                 TrialFiles& files, EventPublisher& events, const Clock& clock);
+
+  void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }
+  const Options& options() const { return options_; }
+  // False while the store or the sweeps file system cannot be written.
+  bool Writable() const;
+
+  // One scheduling tick: backend events, finished directories, stops whose grace passed, every
+  // running sweep's launches and end, and the progress saves that are due.
+  void Tick();
+
+  // --- sweeps
+  // Launches what fits, creates trials up to the budget and concurrency, ends the sweep once
+  // nothing is left to do.
+  void Schedule(Sweep& sweep);
+  // `backend: external` (ask and tell): a new trial, started at once, for something else to run;
+  // FAILED_PRECONDITION for a sweep not external or not running, RESOURCE_EXHAUSTED when
+  // max_concurrent trials are out, OUT_OF_RANGE when the budget has no trial left.
+  [[nodiscard]] absl::StatusOr<TrialRuntime*> Ask(Sweep& sweep);
+  // ... and how it ended: COMPLETED (or the stop state hpod decided), or FAILED.
+  [[nodiscard]] absl::Status Tell(Sweep& sweep, TrialRuntime& trial, bool completed,
+                                  const std::string& message);
+  // The sweep winds down to `state`: no new trials, running ones are stopped (CANCELED for a
+  // cancel, STOPPED otherwise); it takes `state` once its last trial ended.
+  // With `override`, a sweep already winding down winds down to `state` instead.
+  void BeginEnding(Sweep& sweep, v1::SweepState state, const std::string& message,
+                   bool override = false);
+  void SaveSweep(Sweep& sweep);
+  // A new sweep's first event.
+  void Announce(Sweep& sweep);
+
+  // --- trials
+  // Stops a trial now (cancel, sweep end), or with `after` set, tells it in its report reply
+  // and has the backend stop it only if it is still running `after` from now (early stopping).
+  void RequestStop(Sweep& sweep, TrialRuntime& trial, v1::TrialState state,
+                   const std::string& reason, std::optional<absl::Duration> after = std::nullopt);
+  void EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState state, std::string message);
+  // After a restart: a re-adopted trial whose stop was decided before is stopped if it still
+  // runs one grace period from now (it may have been told already, or not).
+  void ResumeStop(Sweep& sweep, TrialRuntime& trial);
+  // The trial reported: its row is saved within the progress interval.
+  void MarkProgress(TrialRuntime& trial);
+  void SaveTrial(Sweep& sweep, TrialRuntime& trial, v1::EventKind kind);
+  // What the backend gets to start (or re-adopt) a trial.
+  backend::LaunchSpec MakeLaunchSpec(const Sweep& sweep, const TrialRuntime& trial) const;
+  // Daemon shutdown: every trial that has not ended is reclaimed and marked LOST ("hpod
+  // stopped"), so that the next start retries it; a running resumable one continues from its
+  // checkpoint at the next start instead.
+  void EndAllLost();
+  // A resumable trial may continue as its next segment after an interruption (the sweep goes
+  // on and the trial has segments left).
+  bool MayResume(const Sweep& sweep, const TrialRuntime& trial) const;
+  // An interruption (`why`, at `at`) ended the trial's segment: it is recorded with its
+  // GPU-seconds, and the trial waits, first in line, to continue from its checkpoint.
+  void NextSegment(Sweep& sweep, TrialRuntime& trial, v1::Interruption why,
+                   const std::string& message, absl::Time at);
+
+ private:
+  // How long the oldest waiting trial lets smaller ones start before it.
+  static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
+  // Trial directories asked for ahead: up to this many of a sweep's next trials.
+  static constexpr int64_t kDirsAhead = 16;
+  void HandleBackendEvent(const backend::BackendEvent& e);
+  // The directories TrialFiles made since the last call.
+  void PollFiles();
+  void ApplyPrepared(const TrialFiles::Prepared& p);
+  bool CreateTrial(Sweep& sweep);
+  // Asks for the directory of trial number `number` of the sweep.
+  void RequestDir(Sweep& sweep, int64_t number);
+  // Asks for the directories of the sweep's next trials.
+  void RequestDirsAhead(Sweep& sweep);
+  // A trial without its directory: takes one made ahead, or waits for it (asking if need be).
+  void PrepareFiles(Sweep& sweep, TrialRuntime& trial);
+  bool LaunchPending(Sweep& sweep, TrialRuntime& trial);
+  // How long a trial of the sweep must be able to run where it starts (Resources::needs): twice
+  // its checkpoint grace for a resumable one; else its time limit, or the longest a completed
+  // trial of the sweep took (0 before one did).
+  static absl::Duration Needs(const Sweep& sweep);
+  // What the trial asks the backend for, with its needs.
+  static backend::Resources TrialResources(const Sweep& sweep, const TrialRecord& rec);
+  // When the trial's current segment started, if it did.
+  static std::optional<absl::Time> SegmentStart(const TrialRecord& rec);
+
+  // budget.gpu_hours, budget.node_hours: once the sweep used one, no trial starts (see
+  // Sweep::budget_spent and usage.h).
+  void CheckBudgets(Sweep& sweep);
+  // An allocation held for a sweep started, changed or ended: recorded, with a sweep event.
+  void NoteAllocation(const backend::AllocationUsage& allocation);
+  static bool External(const Sweep& sweep);
+  // An external sweep's running trials not heard from within its timeout end LOST.
+  void CheckSilence(Sweep& sweep);
+  void EnforceStops();
+  void FinishSweep(Sweep& sweep, v1::SweepState state, const std::string& message);
+  void FlushProgress();
+  void Emit(Sweep& sweep, v1::EventKind kind, const TrialRuntime* trial);
+
+  Options options_;
+  SweepTable& table_;
+  Store& store_;
+  backend::Backend& backend_;
+  TrialFiles& files_;
+  EventPublisher& events_;
+  const Clock& clock_;
+  std::set<int64_t> dirty_;      // ids of trials with unsaved progress
+  std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
+  std::map<std::string, std::pair<int64_t, int64_t>> dir_requests_;  // dir -> (sweep, number)
+};
+
+}  // namespace hpo::server

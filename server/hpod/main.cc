@@ -1,0 +1,210 @@
+// hpod: the hyperparameter optimization daemon. See docs/ and `hpod --help`.
+//
+// main: the flags, the data directory (one daemon per directory), the store, the backend, the
+// controller and the gRPC endpoints, then waits for a signal: SIGTERM, SIGINT or SIGHUP stop
+// it (running trials end LOST and are retried at the next start); SIGUSR1 stops it and leaves
+// the trials running for the next start to re-adopt (`hpo daemon stop --keep-trials`).
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/data_dir.h"
+#include "common/duration.h"
+#include "common/files.h"
+#include "common/version.h"
+#include "hpo/v1/states.h"
+#include "server/api/hpo_service.h"
+#include "server/core/controller.h"
+#include "server/core/trial_files.h"
+#include "server/hpod/endpoints.h"
+#include "server/hpod/hpod_flags.h"
+#include "server/hpod/json_log.h"
+#include "server/hpod/open_backend.h"
+#include "server/store/sqlite_store.h"
+#include "server/web/dashboard.h"
+#include "spdlog/sinks/basic_file_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string SelfDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+int Fail(const std::string& msg) {
+  spdlog::error("{}", msg);
+  std::fprintf(stderr, "hpod: %s\n", msg.c_str());
+  return 1;
+}
+
+// The signals that stop hpod, blocked before any thread starts so that sigwait takes them.
+sigset_t BlockStopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+// One daemon per data directory: an exclusive flock held for the daemon's life.
+absl::Status LockDataDir(const hpo::DataDir& data_dir) {
+  std::string path = data_dir.lock_path();
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno),
+                                               " (hpod needs a writable data directory)"));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("another hpod already runs for ", data_dir.root()));
+  }
+  return absl::OkStatus();  // the descriptor stays open, and the lock held, until exit
+}
+
+void WriteOrWarn(const std::string& path, const std::string& text) {
+  if (absl::Status s = hpo::WriteFileAtomic(path, text, 0600); !s.ok()) {
+    spdlog::warn("cannot write {}: {}", path, s.ToString());
+  }
+}
+
+// Whether the store holds sweeps on Slurm that have not ended (their trials must wait for
+// slurmctld rather than be lost while it is away).
+bool SlurmSweepsUnfinished(hpo::server::Store& store) {
+  auto sweeps = store.LoadSweeps();
+  if (!sweeps.ok()) return false;
+  for (const auto& s : *sweeps) {
+    if (s.backend == "slurm" && !hpo::v1::IsFinal(s.state)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hpo::server::HpodFlags flags;
+  if (int rc = hpo::server::ParseHpodFlags(argc, argv, flags); rc >= 0) return rc;
+  // gRPC's absl::Mutex would otherwise track lock graphs for deadlock detection on every lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (!flags.log_file.empty()) {
+    spdlog::set_default_logger(spdlog::basic_logger_mt("hpod", flags.log_file));
+    spdlog::flush_every(std::chrono::seconds(1));
+  }
+  if (flags.log_format == "json") {
+    spdlog::set_formatter(std::make_unique<hpo::server::JsonLogFormatter>());
+  }
+  spdlog::set_level(spdlog::level::from_str(flags.log_level));
+
+  hpo::DataDir data_dir = flags.data_dir.empty() ? hpo::DataDir::FromEnvironment()
+                                                 : hpo::DataDir(hpo::AbsolutePath(flags.data_dir));
+  if (!flags.sweeps_dir.empty()) data_dir.set_sweeps_root(hpo::AbsolutePath(flags.sweeps_dir));
+  if (absl::Status s = data_dir.Create(); !s.ok()) return Fail(s.ToString());
+  if (data_dir.socket_path().size() >= 100) {
+    return Fail(absl::StrCat("the socket path ", data_dir.socket_path(),
+                             " is too long for a Unix socket (max ~100 bytes); use a shorter "
+                             "HPO_DATA_DIR"));
+  }
+  if (absl::Status s = LockDataDir(data_dir); !s.ok()) return Fail(std::string(s.message()));
+  // Last out: what goes after it (the backend releasing its allocations) still logs.
+  struct LogsLast {
+    bool started = false;
+    ~LogsLast() {
+      if (started) spdlog::info("hpod stopped");
+      spdlog::shutdown();
+    }
+  } logs_last;
+  auto token = data_dir.ReadOrCreateToken();
+  if (!token.ok()) return Fail(token.status().ToString());
+
+  hpo::server::SqliteStore::Options store_options;
+  store_options.durable = !flags.no_durable;
+  store_options.report_flush_interval = absl::Milliseconds(flags.report_flush_ms);
+  auto store = hpo::server::SqliteStore::Open(data_dir.db_path(), store_options);
+  if (!store.ok()) return Fail(store.status().ToString());
+
+  sigset_t signals = BlockStopSignals();
+
+  // Every trial runs under hpo-shim (installed next to hpod), so that it outlives a crash of
+  // this daemon and the next start re-adopts it.
+  std::string shim = SelfDir() + "/hpo-shim";
+  if (::access(shim.c_str(), X_OK) != 0) {
+    return Fail(absl::StrCat("cannot find ", shim, " (installed with hpod)"));
+  }
+  auto backend = hpo::server::OpenBackends(flags, data_dir, shim, SlurmSweepsUnfinished(**store));
+  if (!backend.ok()) return Fail(std::string(backend.status().message()));
+
+  hpo::server::ThreadedTrialFiles files;
+  hpo::server::Controller::Options options;
+  options.data_dir = data_dir;
+  options.hpo_bin_dir = SelfDir();
+  options.tick = absl::Milliseconds(flags.tick_ms);
+  options.tls_ca = hpo::server::TlsCaPath(flags);
+  hpo::server::Metrics metrics;  // /metrics: what the controller and the services measure
+  options.telemetry = &metrics;
+  hpo::server::Controller controller(options, **store, **backend, files, hpo::SystemClock::Get());
+  // Who may call: one table for every front door (gRPC, the dashboard, /metrics).
+  hpo::server::TokenTable tokens(hpo::server::ProcessUserName(), *token, data_dir.users_dir(),
+                                 hpo::SystemClock::Get(), data_dir.token_path());
+  hpo::server::HpoServiceImpl hpo_service(controller, files, tokens);
+  hpo::server::ReportServiceImpl report_service(controller);
+  // The dashboard starts once the controller runs; `hpo dashboard` asks for its login link.
+  std::unique_ptr<hpo::server::Dashboard> dashboard;
+  std::atomic<hpo::server::Dashboard*> serving{nullptr};
+  if (flags.dashboard != "none") {
+    hpo_service.set_dashboard_login([&serving](const hpo::server::Caller& caller) {
+      hpo::server::Dashboard* d = serving.load();
+      return d != nullptr ? d->IssueLogin(caller) : std::string();
+    });
+  }
+  auto endpoints = hpo::server::StartEndpoints(flags, data_dir, {&hpo_service, &report_service});
+  if (!endpoints.ok()) return Fail(std::string(endpoints.status().message()));
+  controller.set_report_endpoint(endpoints->endpoint);
+  if (absl::Status s = controller.Recover(); !s.ok()) return Fail(s.ToString());
+  controller.Start();
+  if (flags.dashboard != "none") {
+    hpo::server::Dashboard::Options dashboard_options;
+    dashboard_options.tls_cert = flags.tls_cert;
+    dashboard_options.tls_key = flags.tls_key;
+    dashboard_options.session_idle = *hpo::ParseDuration(flags.dashboard_idle);  // checked
+    auto opened = hpo::server::Dashboard::Open(flags.dashboard, dashboard_options, data_dir,
+                                               controller, files, tokens, metrics);
+    if (!opened.ok()) return Fail(std::string(opened.status().message()));
+    dashboard = std::move(*opened);
+    serving = dashboard.get();
+  }
+  WriteOrWarn(data_dir.endpoint_path(), endpoints->endpoint + "\n");
+  WriteOrWarn(data_dir.pid_path(), absl::StrCat(::getpid(), "\n"));
+  spdlog::info("hpod {} ready: {} and {}; {}; dashboard {}; data in {}", hpo::kVersion,
+               data_dir.socket_path(), endpoints->endpoint, (*backend)->Describe(),
+               dashboard ? dashboard->url() : "none", data_dir.root());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  bool keep_trials = sig == SIGUSR1;
+  spdlog::info("signal {}: shutting down{}", sig,
+               keep_trials ? ", leaving the trials running" : "");
+  endpoints->unix_listener.reset();  // no new local connections
+  endpoints->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  serving = nullptr;
+  if (dashboard) dashboard->Stop();
+  ::unlink(data_dir.dashboard_path().c_str());
+  controller.Shutdown(keep_trials);
+  ::unlink(data_dir.endpoint_path().c_str());
+  ::unlink(data_dir.pid_path().c_str());
+  logs_last.started = true;
+  return 0;
+}

@@ -1,0 +1,29 @@
+#pragma once
+// Opening the backends hpod runs trials on, from its flags: always the local backend, and the
+// Slurm backend when Slurm is here (`--slurm auto`: a slurm.conf is found and slurmctld
+// answers; `--slurm on`: a slurm.conf is found; `--slurm off`: never) and hpod was built with it
+// (HPO_WITH_SLURM). One Router holds them; `--backend` names the default.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "backend/router.h"
+#include "common/data_dir.h"
+#include "server/hpod/hpod_flags.h"
+
+namespace hpo::server {
+
+// Where Slurm's configuration is: `--slurm-conf`, else $SLURM_CONF, else the default path
+// (/etc/slurm/slurm.conf), when that file exists; "" with `why` set when there is none.
+std::string FindSlurmConf(const std::string& flag, std::string* why);
+
+// `shim` is hpo-shim's path. `slurm_sweeps_unfinished`: the store holds sweeps on Slurm that
+// have not ended, so with `--slurm auto` Slurm stays on even if slurmctld does not answer at
+// this moment (their trials wait for it instead of being lost). FAILED_PRECONDITION when the
+// flags ask for Slurm and it cannot be had (no slurm.conf, a build without Slurm).
+[[nodiscard]] absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(
+    const HpodFlags& flags, const DataDir& data_dir, const std::string& shim,
+    bool slurm_sweeps_unfinished);
+
+}  // namespace hpo::server

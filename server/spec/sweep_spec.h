@@ -1,0 +1,148 @@
+#pragma once
+// SweepSpec: a sweep file (YAML) parsed and validated.
+//
+// ParseSweepSpec never throws: every problem becomes one line "file:line:column: what is wrong"
+// in the result's errors, and the spec is set only when there are none. The grammar is
+// documented in docs/sweep-spec.md. Thread-compatible.
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "algorithms/sampler.h"
+#include "algorithms/search_space.h"
+#include "algorithms/stopper.h"
+#include "backend/resources.h"
+#include "common/fom_regex.h"
+
+namespace hpo::server {
+
+struct Objective {
+  std::string metric;
+  algorithms::Direction direction = algorithms::Direction::kMinimize;
+  std::optional<double> goal;  // the sweep ends GOAL_REACHED when a trial reaches it
+  bool use_best = false;       // false: a trial's objective is its last value; true: its best
+};
+
+// Metrics hpod measures itself, for objectives and constraints: named under "hpo.", which no
+// report may use. A trial's running time over its segments, in seconds, and its GPU-hours (its
+// GPUs times that time). A finished trial has them among its last metrics.
+inline constexpr char kRuntimeMetric[] = "hpo.runtime_s";
+inline constexpr char kGpuHoursMetric[] = "hpo.gpu_hours";
+inline constexpr char kMeasuredPrefix[] = "hpo.";
+bool IsMeasuredMetric(const std::string& metric);
+
+// One line of `constraints:` ("latency_ms <= 20"): a trial that misses it is infeasible.
+struct Constraint {
+  std::string metric;
+  bool at_most = true;  // `<=`; false: `>=`
+  double bound = 0;
+  // How far `value` misses the bound; 0 when it meets it.
+  double Violation(double value) const;
+  std::string Text() const;  // "latency_ms <= 20"
+};
+
+struct Budget {
+  int64_t max_trials = 0;  // 0: the sampler's capacity (grid) — random needs a bound
+  int64_t max_concurrent = 1;
+  int64_t max_failed = 10;  // the sweep ends FAILED when this many trials failed; 0: never
+  std::optional<absl::Duration> wall_time;
+  // No trial starts once the sweep's trials used this many GPU-hours (GPUs held times running
+  // time, over segments and retries); the running ones finish.
+  std::optional<double> gpu_hours;
+  // ... and node-hours (nodes held times time held): see server/usage.h for what is counted.
+  std::optional<double> node_hours;
+};
+
+// The `checkpoint:` section: the sweep's trials are resumable. A trial an interruption takes (a
+// time limit, a preemption, a node failure) continues from its checkpoint as its next segment:
+// the same trial, id, curve and early-stopping rung.
+struct Checkpointing {
+  bool resumable = false;  // the section is there
+  int signal = SIGUSR1;    // what tells a trial to checkpoint and exit
+  // How long before its allocation or job ends a trial gets the signal: what it needs to write
+  // its checkpoint and exit.
+  absl::Duration grace = absl::Minutes(2);
+  int max_segments = 100;  // a trial interrupted more often than this ends LOST
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string source;    // file name, for messages
+  std::string base_dir;  // absolute; relative paths resolve against it
+  algorithms::SearchSpace space;
+  // The objective: with `objectives:`, the first of them (what single-objective parts read:
+  // the curves, the watch table's best column).
+  Objective objective;
+  std::vector<Objective> objectives;  // every objective, in the file's order (one or more)
+  std::vector<Constraint> constraints;
+  std::vector<std::string> command;  // argv template, or one shell line when command_is_shell
+  bool command_is_shell = false;
+  bool pass_flags = false;  // append --name=value for every parameter
+  std::map<std::string, std::string> env;
+  std::string workdir;  // absolute
+  Budget budget;
+  backend::Resources resources;  // per trial; gpus from gpus_param when that is set
+  std::string gpus_param;        // `gpus: "{name}"`: each trial's GPU count is that parameter
+  std::vector<int> gpu_options;  // the GPU counts a trial may ask for, ascending
+  backend::Placement placement;  // the `slurm:` section
+  algorithms::AlgorithmSpec algorithm;
+  algorithms::StopperSpec early_stopping;
+  uint64_t seed = 0;
+  std::string fom_regex;  // for `hpo exec`; group 1 is the value
+  absl::Duration stop_grace = absl::Seconds(10);
+  int stop_signal = 15;  // SIGTERM; what a stopped trial gets before the grace period
+  int max_retries = 2;   // retries of trials the infrastructure lost
+  Checkpointing checkpoint;
+  // Configurations that run first (the file's `enqueue:`), in order; they count toward
+  // budget.max_trials.
+  std::vector<algorithms::Params> enqueue;
+  // `warm_start: {sweep: ID}`: that sweep's completed trials feed this one's sampler (0: none).
+  int64_t warm_start_sweep = 0;
+  // `backend: external`: a trial asked for (`hpo ask`) and not heard from (a report, a tell)
+  // for this long is LOST (`external: {timeout: D}`).
+  absl::Duration external_timeout = absl::Minutes(10);
+
+  // The argv of one trial: placeholders filled, flags appended.
+  // {checkpoint_in} is `checkpoint_in` ("" for a trial that starts from scratch; its own
+  // checkpoint for a resumed segment), {checkpoint_out} is <trial_dir>/checkpoint.
+  std::vector<std::string> RenderCommand(const algorithms::Params& params, int64_t trial_id,
+                                         int64_t trial_number, int64_t sweep_id,
+                                         const std::string& trial_dir,
+                                         const std::string& checkpoint_in = "") const;
+  // The sweep ranks trials by constrained Pareto dominance: several objectives, or constraints.
+  bool Pareto() const { return objectives.size() > 1 || !constraints.empty(); }
+  // The direction of each objective.
+  std::vector<algorithms::Direction> Directions() const;
+  // Whether an objective or a constraint reads `metric`.
+  bool Uses(const std::string& metric) const;
+  // What one trial asks for, given its parameters.
+  backend::Resources TrialResources(const algorithms::Params& params) const;
+  // The smallest and the largest request a trial of this sweep may make.
+  backend::Resources MinResources() const;
+  backend::Resources MaxResources() const;
+  // How many trials the sweep runs at most (0: unbounded until wall time).
+  int64_t TrialLimit(const algorithms::Sampler& sampler) const;
+  // A few lines describing the spec, for `hpo validate`.
+  std::string Summary(const algorithms::Sampler& sampler) const;
+};
+
+struct ParseResult {
+  std::optional<SweepSpec> spec;
+  // The spec's sampler, built once while checking the spec; set with `spec`.
+  std::unique_ptr<algorithms::Sampler> sampler;
+  std::vector<std::string> errors;
+};
+
+inline constexpr size_t kMaxSpecBytes = 1 << 20;
+inline constexpr size_t kMaxParameters = 256;
+
+ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
+                           const std::string& base_dir);
+
+}  // namespace hpo::server

@@ -1,0 +1,477 @@
+#include "server/spec/sweep_spec.h"
+
+#include <csignal>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpo::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kGood = R"(name: demo
+command: [python3, train.py, "--lr={lr}", "--act={act}", "--dir={trial_dir}"]
+parameters:
+  lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
+  units: {type: int, low: 16, high: 128, step: 16}
+  act: [relu, tanh]
+  flag: {type: categorical, values: [true, false, "1"]}
+  epochs: 10
+objective: {metric: val_loss, direction: minimize, goal: 0.05, use: best}
+env: {OMP_NUM_THREADS: "1"}
+workdir: sub
+budget: {max_trials: 30, max_concurrent: 4, max_failed: 3, wall_time: 2h}
+resources: {gpus: 1, cpus: 2}
+seed: 9
+stop_grace: 30s
+)";
+
+TEST(SweepSpec, ParsesEverySection) {
+  ParseResult r = ParseSweepSpec(kGood, "demo.yaml", "/base");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& s = *r.spec;
+  EXPECT_EQ(s.name, "demo");
+  ASSERT_EQ(s.space.params.size(), 5u);
+  EXPECT_EQ(s.space.params[0].name, "lr");  // file order kept
+  EXPECT_TRUE(s.space.params[0].log);
+  EXPECT_EQ(*s.space.params[1].step, 16);
+  EXPECT_EQ(s.space.params[3].choices[0], algorithms::ParamValue(true));
+  EXPECT_EQ(s.space.params[3].choices[2],
+            algorithms::ParamValue(std::string("1")));  // quoted stays a string
+  EXPECT_EQ(s.space.params[4].type, algorithms::ParamType::kFixed);
+  EXPECT_EQ(s.objective.metric, "val_loss");
+  EXPECT_TRUE(s.objective.use_best);
+  EXPECT_EQ(*s.objective.goal, 0.05);
+  EXPECT_EQ(s.workdir, "/base/sub");
+  EXPECT_EQ(s.budget.max_trials, 30);
+  EXPECT_EQ(*s.budget.wall_time, absl::Hours(2));
+  EXPECT_EQ(s.resources.gpus, 1);
+  EXPECT_EQ(s.seed, 9u);
+  EXPECT_EQ(s.stop_grace, absl::Seconds(30));
+  EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "1");
+}
+
+TEST(SweepSpec, RendersPlaceholdersAndFlags) {
+  SweepSpec s = *ParseSweepSpec(kGood, "demo.yaml", "/base").spec;
+  algorithms::Params p = {{"lr", 0.001},
+                          {"act", std::string("tanh")},
+                          {"units", int64_t{32}},
+                          {"flag", true},
+                          {"epochs", int64_t{10}}};
+  EXPECT_THAT(
+      s.RenderCommand(p, 7, 3, 1, "/d/t3"),
+      ::testing::ElementsAre("python3", "train.py", "--lr=0.001", "--act=tanh", "--dir=/d/t3"));
+  s.pass_flags = true;
+  auto argv = s.RenderCommand(p, 7, 3, 1, "/d/t3");
+  EXPECT_EQ(argv.back(), "--units=32");
+  ParseResult shell = ParseSweepSpec(R"(command: "run --name {act} --x {{literal}}"
+parameters: {act: ["a b"]}
+objective: {metric: m, direction: max}
+budget: {max_trials: 1})",
+                                     "s.yaml", "/");
+  ASSERT_TRUE(shell.errors.empty()) << shell.errors.front();
+  EXPECT_THAT(shell.spec->RenderCommand({{"act", std::string("a b")}}, 1, 0, 1, "/t"),
+              ::testing::ElementsAre("/bin/sh", "-c", "run --name 'a b' --x {literal}"));
+}
+
+std::vector<std::string> Errors(const std::string& yaml) {
+  return ParseSweepSpec(yaml, "bad.yaml", "/").errors;
+}
+
+TEST(SweepSpec, ErrorsNameFileLineColumn) {
+  auto e = Errors(
+      "parameters:\n  lr: {type: float, low: 1, high: 0}\nobjective: {metric: m, direction: "
+      "max}\ncommand: x\nbudget: {max_trials: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:2:7:"));
+  EXPECT_THAT(e[0], HasSubstr("low must not exceed high"));
+
+  e = Errors("parameters:\n  lr: [1, 2\nobjective: x\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:"));
+  EXPECT_THAT(e[0], HasSubstr("YAML syntax error"));
+}
+
+TEST(SweepSpec, UnknownKeysSuggestTheNearOne) {
+  auto e = Errors(R"(parameters: {x: [1, 2]}
+objective: {metric: m, direction: max}
+command: x
+budget: {max_trial: 5}
+)");
+  ASSERT_FALSE(e.empty());
+  EXPECT_THAT(
+      e[0],
+      HasSubstr("bad.yaml:4:10: unknown key 'max_trial' in budget (did you mean 'max_trials'?)"));
+}
+
+TEST(SweepSpec, CollectsSeveralErrors) {
+  auto e = Errors(R"(parameters:
+  x: {type: float, low: 0, high: one}
+  y: {type: magic}
+objective: {metric: m, direction: sideways}
+command: [run, "{z}"]
+budget: {max_concurrent: 0}
+)");
+  ASSERT_GE(e.size(), 5u);
+  std::string all;
+  for (auto& s : e) all += s + "\n";
+  EXPECT_THAT(all, HasSubstr(":2:"));
+  EXPECT_THAT(all, HasSubstr("must be a finite number"));
+  EXPECT_THAT(all, HasSubstr("unknown type 'magic'"));
+  EXPECT_THAT(all, HasSubstr("direction must be minimize or maximize"));
+  EXPECT_THAT(all, HasSubstr("unknown placeholder {z}"));
+  EXPECT_THAT(all, HasSubstr("max_concurrent must be between 1"));
+}
+
+TEST(SweepSpec, RandomNeedsABound) {
+  auto e = Errors(
+      "parameters: {x: {type: float, low: 0, high: 1}}\nobjective: {metric: m, direction: "
+      "min}\ncommand: x\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("max_trials or budget.wall_time"));
+  // A grid is bounded by itself.
+  EXPECT_TRUE(Errors("parameters: {x: [1, 2]}\nobjective: {metric: m, direction: min}\ncommand: "
+                     "x\nalgorithm: grid\n")
+                  .empty());
+}
+
+TEST(SweepSpec, AKeyGivenTwiceIsAnError) {
+  // A parameter given twice would be two parameters of one name.
+  auto e = Errors(R"(parameters:
+  lr: {type: float, low: 0.001, high: 1.0, log: true}
+  hidden: [4, 8]
+  lr: {type: float, low: 0.003, high: 1.0, log: true}
+objective: {metric: m, direction: max}
+command: x
+budget: {max_trials: 5, max_trials: 6}
+)");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:3: 'lr' is given twice (first on line 2)"));
+  EXPECT_THAT(e[1], HasSubstr("bad.yaml:7:25: 'max_trials' is given twice (first on line 7)"));
+  // At the top, and inside a list.
+  e = Errors(
+      "parameters: {x: [1, 2]}\nobjective: {metric: m, direction: max}\ncommand: x\n"
+      "objective: {metric: n, direction: min}\nenqueue: [{x: 1, x: 2}]\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:4:1: 'objective' is given twice (first on line 2)"));
+  EXPECT_THAT(e[1], HasSubstr("bad.yaml:5:18: 'x' is given twice (first on line 5)"));
+  // The same value under an alias is not a key given twice.
+  EXPECT_TRUE(Errors("parameters: {x: &v [1, 2], y: *v}\nobjective: {metric: m, direction: max}\n"
+                     "command: x\nbudget: {max_trials: 5}\n")
+                  .empty());
+}
+
+TEST(SweepSpec, RefusesEmptyAndHugeFiles) {
+  EXPECT_THAT(Errors(""), ::testing::ElementsAre(HasSubstr("empty")));
+  EXPECT_THAT(Errors(std::string(kMaxSpecBytes + 1, '#')),
+              ::testing::ElementsAre(HasSubstr("bytes; at most")));
+}
+
+constexpr const char* kBase =
+    "parameters: {g: [1, 2], x: {type: float, low: 0, high: 1}}\n"
+    "objective: {metric: m, direction: min}\ncommand: x\n"
+    "budget: {max_trials: 10, max_concurrent: 4}\n";
+
+TEST(SweepSpec, GpusFromAParameter) {
+  ParseResult r =
+      ParseSweepSpec(std::string(kBase) + "resources: {gpus: \"{g}\", cpus: 2}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& s = *r.spec;
+  EXPECT_EQ(s.gpus_param, "g");
+  EXPECT_THAT(s.gpu_options, ::testing::ElementsAre(1, 2));
+  EXPECT_EQ(s.MinResources().gpus, 1);
+  EXPECT_EQ(s.MaxResources().gpus, 2);
+  EXPECT_EQ(s.TrialResources({{"g", int64_t{2}}, {"x", 0.5}}).gpus, 2);
+  EXPECT_EQ(s.TrialResources({{"g", int64_t{1}}, {"x", 0.5}}).cpus, 2);
+  // Allocation defaults: the largest trial's GPUs; CPUs for the trials those GPUs hold.
+  EXPECT_EQ(s.placement.mode, "steps");
+  EXPECT_EQ(s.placement.allocation.gpus_per_node, 2);
+  EXPECT_EQ(s.placement.allocation.cpus_per_node, 2);
+
+  auto e = Errors(std::string(kBase) + "resources: {gpus: \"{x}\"}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:19: resources gpus: parameter 'x' must be an int"));
+  e = Errors(std::string(kBase) + "resources: {gpus: \"{nope}\"}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("no parameter 'nope'"));
+}
+
+TEST(SweepSpec, SlurmSectionAndStopSignal) {
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "resources: {gpus: \"{g}\"}\n"
+          "stop_signal: SIGUSR1\n"
+          "slurm:\n"
+          "  partition: gpu\n"
+          "  time_limit: 2h\n"
+          "  exclusive: true\n"
+          "  allocation: {nodes: 2, gpus_per_node: 4, memory: 64G, max: 3, idle_timeout: 5s}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const backend::Placement& p = r.spec->placement;
+  EXPECT_EQ(r.spec->stop_signal, SIGUSR1);
+  EXPECT_EQ(p.partition, "gpu");
+  EXPECT_EQ(p.time_limit_minutes, 120);
+  EXPECT_TRUE(p.exclusive);
+  EXPECT_EQ(p.allocation.nodes, 2);
+  EXPECT_EQ(p.allocation.gpus_per_node, 4);
+  EXPECT_EQ(p.allocation.cpus_per_node, 4);  // 4 GPUs hold four 1-GPU trials of 1 CPU
+  EXPECT_EQ(p.allocation.memory_mb, 64 * 1024);
+  EXPECT_EQ(p.allocation.max, 3);
+  EXPECT_EQ(p.allocation.idle_timeout, absl::Seconds(5));
+
+  auto e = Errors(std::string(kBase) + "stop_signal: SIGNOPE\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:14: stop_signal must be a signal name"));
+  e = Errors(std::string(kBase) +
+             "resources: {gpus: 2}\nslurm:\n  allocation: {gpus_per_node: 1, memory: lots}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("slurm allocation memory must be a size"));
+  EXPECT_THAT(
+      e[1], HasSubstr("7:15: slurm allocation has 1 GPU(s) per node but a trial asks for up to 2"));
+  e = Errors(std::string(kBase) + "slurm: {mode: step}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("slurm mode must be steps or jobs"));
+  // jobs mode does not hold allocations, so their shape is not checked.
+  EXPECT_TRUE(Errors(std::string(kBase) +
+                     "resources: {gpus: 2}\nslurm: {mode: jobs, allocation: {gpus_per_node: 1}}\n")
+                  .empty());
+}
+
+TEST(SweepSpec, CheckpointAndTimeLimits) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "checkpoint: {signal: USR2, grace: 90s, max_segments: 7}\n"
+                                     "resources: {time_limit: 61s}\n"
+                                     "slurm: {time_limit: 1h}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_TRUE(r.spec->checkpoint.resumable);
+  EXPECT_EQ(r.spec->checkpoint.signal, SIGUSR2);
+  EXPECT_EQ(r.spec->checkpoint.grace, absl::Seconds(90));
+  EXPECT_EQ(r.spec->checkpoint.max_segments, 7);
+  EXPECT_EQ(r.spec->resources.time_limit, absl::Minutes(2));  // rounded up to minutes
+  // An empty section takes the defaults; without one, trials are not resumable.
+  r = ParseSweepSpec(std::string(kBase) + "checkpoint: {}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->checkpoint.signal, SIGUSR1);
+  EXPECT_EQ(r.spec->checkpoint.grace, absl::Minutes(2));
+  EXPECT_FALSE(ParseSweepSpec(kBase, "s.yaml", "/").spec->checkpoint.resumable);
+
+  auto e = Errors(std::string(kBase) + "checkpoint: {signal: KILL, grace: 0s, max_segments: 0}\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("5:22: checkpoint signal must be a signal a trial can catch"));
+  EXPECT_THAT(e[1], HasSubstr("5:35: checkpoint grace must be between 1s and 18h"));
+  EXPECT_THAT(e[2], HasSubstr("5:53: checkpoint max_segments"));
+  e = Errors(std::string(kBase) + "checkpoint: {grace: 2h}\nslurm: {time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:21: checkpoint grace (2h) must be shorter than the time limit"));
+  e = Errors(std::string(kBase) + "resources: {time_limit: 2h}\nslurm: {time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:25: resources time_limit (2h) exceeds slurm time_limit (1h)"));
+  e = Errors(std::string(kBase) +
+             "resources: {time_limit: 30m}\nslurm: {mode: jobs, time_limit: 1h}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("6:33: in jobs mode a trial's job has one time limit"));
+  e = Errors(std::string(kBase) + "resources: {time_limit: 20s}\ncheckpoint: [x]\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:25: resources time_limit must be at least 1m"));
+  EXPECT_THAT(e[1], HasSubstr("6:13: checkpoint must be a mapping"));
+}
+
+TEST(SweepSpec, ObjectivesAndConstraints) {
+  const std::string base = "parameters: {x: [1, 2]}\ncommand: x\n";
+  ParseResult r = ParseSweepSpec(base +
+                                     "objectives:\n"
+                                     "  - {metric: val_acc, direction: maximize}\n"
+                                     "  - {metric: hpo.gpu_hours, direction: min}\n"
+                                     "constraints: [\"latency_ms <= 20\", \"hpo.runtime_s>=1.5\"]\n"
+                                     "algorithm: nsga2\nearly_stopping: asha\n"
+                                     "budget: {max_trials: 10}\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& spec = *r.spec;
+  ASSERT_EQ(spec.objectives.size(), 2u);
+  EXPECT_EQ(spec.objective.metric, "val_acc") << "the first, for single-objective parts";
+  EXPECT_EQ(spec.objectives[1].metric, "hpo.gpu_hours");
+  EXPECT_EQ(spec.objectives[1].direction, algorithms::Direction::kMinimize);
+  ASSERT_EQ(spec.constraints.size(), 2u);
+  EXPECT_EQ(spec.constraints[0].Text(), "latency_ms <= 20");
+  EXPECT_FALSE(spec.constraints[1].at_most);
+  EXPECT_EQ(spec.constraints[1].Violation(1.0), 0.5);
+  EXPECT_EQ(spec.constraints[0].Violation(19), 0.0);
+  EXPECT_TRUE(spec.Pareto());
+  EXPECT_TRUE(spec.Uses("hpo.runtime_s"));
+  EXPECT_EQ(r.sampler->Name(), "nsga2");
+  EXPECT_EQ(spec.algorithm.nsga2_crossover_rate, 0.9);
+  // One objective with a constraint is ranked by Pareto too.
+  r = ParseSweepSpec(base +
+                         "objective: {metric: m, direction: min}\nconstraints: [\"m >= 0\"]\n"
+                         "algorithm: grid\n",
+                     "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_TRUE(r.spec->Pareto());
+
+  auto e = Errors(base +
+                  "objective: {metric: m, direction: min}\n"
+                  "objectives: [{metric: m, direction: min}]\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:13: give objective (one) or objectives (several), not both"));
+  e = Errors(base +
+             "objectives:\n  - {metric: a, direction: up}\n  - {metric: hpo.flops, direction: "
+             "min}\n  - {metric: a, direction: max}\n  - {metric: b}\n");
+  ASSERT_EQ(e.size(), 4u) << e[0];
+  EXPECT_THAT(e[0],
+              HasSubstr("4:28: objectives[1] direction must be minimize or maximize, not 'up'"));
+  EXPECT_THAT(e[1], HasSubstr("5:14: objectives[2] metric 'hpo.flops': names under hpo. are the "
+                              "metrics hpod measures: hpo.runtime_s, hpo.gpu_hours"));
+  EXPECT_THAT(e[2], HasSubstr("6:14: objectives[3]: a twice"));
+  EXPECT_THAT(e[3], HasSubstr("7:5: objectives[4] needs direction"));
+  e = Errors(base + "objective: {metric: hpo.runtime_s, direction: min}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("3:21: objective metric 'hpo.runtime_s' is measured by hpod: it can "
+                              "be one of several objectives"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "constraints: [\"a < 3\", \"b <= x\", 7]\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("4:15: constraints[1] 'a < 3' must read METRIC <= NUMBER"));
+  EXPECT_THAT(e[1], HasSubstr("4:24: constraints[2]: 'x' is not a finite number"));
+  EXPECT_THAT(e[2], HasSubstr("4:34: constraints[3] '7' must read"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "algorithm: genetic\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("genetic ranks trials by one objective; with several objectives or "
+                              "constraints use nsga2, tpe"));
+  e = Errors(base +
+             "objectives: [{metric: a, direction: max}, {metric: b, direction: min}]\n"
+             "early_stopping: median\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:17: early_stopping median compares one objective"));
+}
+
+TEST(SweepSpec, GpuHourBudget) {
+  ParseResult r = ParseSweepSpec(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 12.5}\nresources: {gpus: 1}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->budget.gpu_hours, 12.5);
+  auto e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 0}\nresources: {gpus: 1}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours must be a number of GPU-hours above 0"));
+  e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, gpu_hours: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:36: budget gpu_hours: the sweep's trials use no GPUs"));
+  r = ParseSweepSpec(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, node_hours: 48}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->budget.node_hours, 48);
+  e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, node_hours: -1}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:37: budget node_hours must be a number of node-hours above 0"));
+}
+
+TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {
+  const std::string head =
+      "parameters:\n  lr: {type: float, low: 0.001, high: 1, log: true}\n"
+      "  n: {type: int, low: 1, high: 9, step: 2}\n  act: [relu, tanh]\n  seed: {type: fixed, "
+      "value: 3}\n"
+      "objective: {metric: m, direction: min}\ncommand: x\nbudget: {max_trials: 3}\n";
+  ParseResult r = ParseSweepSpec(
+      head + "enqueue:\n  - {lr: 0.01, n: 5, act: tanh}\nbackend: local\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  ASSERT_EQ(r.spec->enqueue.size(), 1u);
+  EXPECT_EQ(std::get<double>(r.spec->enqueue[0].at("lr")), 0.01);
+  EXPECT_EQ(std::get<int64_t>(r.spec->enqueue[0].at("n")), 5);
+  EXPECT_EQ(std::get<int64_t>(r.spec->enqueue[0].at("seed")), 3) << "a fixed one is filled in";
+  EXPECT_EQ(r.spec->placement.backend, "local");
+  // Each wrong entry is told at its line.
+  auto e = Errors(head +
+                  "enqueue:\n  - {lr: 0.01, n: 4, act: tanh}\n  - {lr: 2, n: 5, act: tanh}\n"
+                  "  - {lr: 0.1, n: 5, act: gelu}\n  - {lr: 0.1, n: 5}\n  - {lr: 0.1, n: 5, act: "
+                  "relu, x: 1}\n");
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_THAT(
+      e[0],
+      HasSubstr("10:5: enqueue: n=4 is outside the space (n is an int in [1, 9] with step 2)"));
+  EXPECT_THAT(e[1], HasSubstr("11:5: enqueue: lr=2 is outside the space"));
+  EXPECT_THAT(e[2], HasSubstr("12:5: enqueue: act=gelu is not one of its choices (relu, tanh)"));
+  EXPECT_THAT(e[3], HasSubstr("13:5: enqueue: no value for parameter 'act'"));
+  EXPECT_THAT(e[4], HasSubstr("14:5: enqueue: no parameter 'x' in the space"));
+  e = Errors(head + "enqueue:\n" + std::string(4, ' ') + "- {lr: 0.1, n: 5, act: relu}\n" +
+             "    - {lr: 0.1, n: 5, act: relu}\n    - {lr: 0.1, n: 5, act: relu}\n    - {lr: 0.1, "
+             "n: 5, act: relu}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("enqueue: 4 configurations, more than budget.max_trials (3)"));
+  // A slurm: section asks for Slurm unless the file says otherwise.
+  r = ParseSweepSpec(head + "slurm: {partition: gpu}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->placement.backend, "slurm");
+  r = ParseSweepSpec(head + "slurm: {partition: gpu}\nbackend: local\n", "s.yaml", "/");
+  EXPECT_EQ(r.spec->placement.backend, "local");
+  r = ParseSweepSpec(head, "s.yaml", "/");
+  EXPECT_EQ(r.spec->placement.backend, "") << "the daemon's default";
+  e = Errors(head + "backend: cloud\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("9:10: backend must be local, slurm or external"));
+}
+
+TEST(SweepSpec, GeneticSettings) {
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "algorithm: {name: genetic, population: 12, tournament: 4, crossover_rate: 0.7,"
+          " mutation_rate: 0.2, mutation_scale: 0.05, elitism: 1, demes: 3, migration_interval: "
+          "5}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const algorithms::AlgorithmSpec& a = r.spec->algorithm;
+  EXPECT_EQ(a.name, "genetic");
+  EXPECT_EQ(a.population, 12);
+  EXPECT_EQ(a.tournament, 4);
+  EXPECT_EQ(a.crossover_rate, 0.7);
+  EXPECT_EQ(a.mutation_rate, 0.2);
+  EXPECT_EQ(a.mutation_scale, 0.05);
+  EXPECT_EQ(a.elitism, 1);
+  EXPECT_EQ(a.demes, 3);
+  EXPECT_EQ(a.migration_interval, 5);
+  auto e = Errors(std::string(kBase) +
+                  "algorithm: {name: genetic, population: 4, elitism: 4, mutation_rate: 2}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:70: algorithm mutation_rate must be between 0 and 1"));
+  EXPECT_THAT(e[1], HasSubstr("algorithm elitism must be below population"));
+}
+
+TEST(SweepSpec, TpeAndAshaSettings) {
+  ParseResult r = ParseSweepSpec(
+      std::string(kBase) +
+          "algorithm: {name: tpe, startup_trials: 5, multivariate: false}\n"
+          "early_stopping: {name: asha, min_resource: 2, max_resource: 54, bootstrap: 5}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->algorithm.tpe_startup_trials, 5);
+  EXPECT_FALSE(r.spec->algorithm.tpe_multivariate);
+  EXPECT_EQ(r.spec->early_stopping.bootstrap, 5);
+  EXPECT_TRUE(ParseSweepSpec(std::string(kBase) + "algorithm: tpe\n", "s.yaml", "/")
+                  .spec->algorithm.tpe_multivariate);
+  auto e = Errors(
+      std::string(kBase) +
+      "algorithm: {name: tpe, multivariate: 3}\nearly_stopping: {name: asha, bootstrap: -1}\n");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_THAT(e[0], HasSubstr("5:"));
+  EXPECT_THAT(e[0], HasSubstr("multivariate"));
+  EXPECT_THAT(e[1], HasSubstr("6:"));
+  EXPECT_THAT(e[1], HasSubstr("bootstrap"));
+}
+
+}  // namespace
+}  // namespace hpo::server
