@@ -75,6 +75,24 @@ v1::Trial ToProto(const TrialRecord& rec) {
   return out;
 }
 
+v1::Interruption ToProto(backend::Interruption i) {
+  switch (i) {
+    case backend::Interruption::kTimeLimit:
+      return v1::INTERRUPTION_TIME_LIMIT;
+    case backend::Interruption::kPreempted:
+      return v1::INTERRUPTION_PREEMPTED;
+    case backend::Interruption::kNodeFailure:
+      return v1::INTERRUPTION_NODE_FAILURE;
+    case backend::Interruption::kCanceledOutside:
+      return v1::INTERRUPTION_CANCELED_OUTSIDE;
+    case backend::Interruption::kVanished:
+      return v1::INTERRUPTION_VANISHED;
+    case backend::Interruption::kNone:
+      break;
+  }
+  return v1::INTERRUPTION_UNSPECIFIED;
+}
+
 std::string ChangeFingerprint(const google::protobuf::Message& request) {
   std::unique_ptr<google::protobuf::Message> copy(request.New());
   copy->CopyFrom(request);
