@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
 
   double cpu0 = CpuSeconds();
   auto wall0 = std::chrono::steady_clock::now();
-  auto sweep = controller.Submit(req);
+  auto sweep = controller.Submit(hpo::server::Controller::AllowedForTest(), req);
   if (!sweep.ok()) {
     std::fprintf(stderr, "scale_bench: %s\n", sweep.status().ToString().c_str());
     return 1;

@@ -158,7 +158,7 @@ Run Simulate(const Problem& problem, const Method& method, int workers, uint64_t
       "\nstop_grace: 0s\nseed: ", seed, "\n"));
   req.set_source("quality.yaml");
   req.set_base_dir(daemon.root());
-  if (auto sweep = controller.Submit(req); !sweep.ok()) {
+  if (auto sweep = controller.Submit(hpo::server::Controller::AllowedForTest(), req); !sweep.ok()) {
     std::fprintf(stderr, "search_quality: %s\n", sweep.status().ToString().c_str());
     std::exit(2);
   }

@@ -9,7 +9,9 @@ Checks, from the CMakeLists.txt files and the sources alone (no build needed):
   3. links run downward: no cycle among the targets;
   4. every #include "dir/file.h" of a target's sources and headers names a header of the target
      itself or of a target it links (directly or through others): a room cannot reach into one
-     it does not depend on.
+     it does not depend on;
+  5. every file the table of the controller's rooms names ("`Type` (file.h)") is a header of
+     server/core or server/store.
 Prints what is wrong and exits 1, or prints a one-line summary.
 """
 import os
@@ -72,18 +74,22 @@ def read_build():
     return targets
 
 
-def read_table():
-    rows = {}
+def table_rows(header):
+    """The cells of each row of the table in DOC whose header line starts with `header`."""
     in_table = False
     for line in open(DOC):
-        if line.startswith("| target | folder |"):
+        if line.startswith(header):
             in_table = True
             continue
         if in_table and not line.startswith("|"):
-            break
-        if not in_table or line.startswith("|---"):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            return
+        if in_table and not line.startswith("|---"):
+            yield [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def read_table():
+    rows = {}
+    for cells in table_rows("| target | folder |"):
         names = re.findall(r"`([^`]+)`", cells[0])
         folder = cells[1].split()[0].rstrip("/")
         links = set(re.findall(r"`([^`]+)`", cells[3]))
@@ -168,13 +174,23 @@ def main():
                               f"does not link")
             checked += 1
 
+    # 5. The rooms' table names files that are there.
+    rooms = 0
+    for cells in table_rows("| type (file) |"):
+        for header in re.findall(r"\(([a-z_]+\.h)", cells[0]):
+            rooms += 1
+            if not any(os.path.exists(os.path.join(ROOT, "server", d, header))
+                       for d in ("core", "store")):
+                errors.append(f"the rooms' table names {header}, which is not in server/core or "
+                              f"server/store")
+
     if errors:
         print("check-architecture: docs/architecture.md and the build disagree:", file=sys.stderr)
         for e in errors:
             print("  " + e, file=sys.stderr)
         return 1
     print(f"check-architecture: {len(targets)} targets as the table says, {checked} files "
-          f"include only what their target links")
+          f"include only what their target links, {rooms} rooms' files are there")
     return 0
 
 

@@ -218,8 +218,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, 
   if (!caller) return reactor;
   controller_.Post([this, reactor, caller = std::move(*caller), need, fn = std::move(fn),
                     writes]() -> Controller::Done {
-    absl::Status s = controller_.Authorize(caller, need);
-    if (s.ok()) s = fn(caller);
+    absl::StatusOr<Allowed> allowed = controller_.Allow(caller, need);
+    absl::Status s = allowed.ok() ? fn(*allowed) : allowed.status();
     return [reactor, s, writes](const absl::Status& commit) {
       reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
     };
@@ -239,8 +239,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::SubmitSweepRequest* req,
                                                       v1::SubmitSweepResponse* resp) {
-  return Run(ctx, {Action::kSubmit}, [this, req, resp](const Caller& caller) {
-    auto sweep = controller_.Submit(*req, caller.user);
+  return Run(ctx, {Action::kSubmit}, [this, req, resp](const Allowed& allowed) {
+    auto sweep = controller_.Submit(allowed, *req);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
     return absl::OkStatus();
@@ -271,12 +271,13 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext
 #define HPO_SWEEP_VERB(Rpc, Method)                                                             \
   grpc::ServerUnaryReactor* HpoServiceImpl::Rpc(                                                \
       grpc::CallbackServerContext* ctx, const v1::Rpc##Request* req, v1::Rpc##Response* resp) { \
-    return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {     \
-      auto sweep = controller_.Method(req->sweep_id());                                         \
-      if (!sweep.ok()) return sweep.status();                                                   \
-      *resp->mutable_sweep() = std::move(*sweep);                                               \
-      return absl::OkStatus();                                                                  \
-    });                                                                                         \
+    return Run(ctx, {Action::kOperate, req->sweep_id()},                                        \
+               [this, req, resp](const Allowed& allowed) {                                      \
+                 auto sweep = controller_.Method(allowed, req->sweep_id());                     \
+                 if (!sweep.ok()) return sweep.status();                                        \
+                 *resp->mutable_sweep() = std::move(*sweep);                                    \
+                 return absl::OkStatus();                                                       \
+               });                                                                              \
   }
 HPO_SWEEP_VERB(CancelSweep, Cancel)
 HPO_SWEEP_VERB(PauseSweep, Pause)
@@ -286,8 +287,8 @@ HPO_SWEEP_VERB(ResumeSweep, Resume)
 grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::ExtendSweepRequest* req,
                                                       v1::ExtendSweepResponse* resp) {
-  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
-    auto sweep = controller_.Extend(*req);
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto sweep = controller_.Extend(allowed, *req);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
     return absl::OkStatus();
@@ -297,8 +298,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* ctx,
                                                   const v1::EnqueueRequest* req,
                                                   v1::EnqueueResponse* resp) {
-  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
-    auto sweep = controller_.Enqueue(*req);
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto sweep = controller_.Enqueue(allowed, *req);
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
     return absl::OkStatus();
@@ -307,8 +308,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Enqueue(grpc::CallbackServerContext* c
 
 grpc::ServerUnaryReactor* HpoServiceImpl::Ask(grpc::CallbackServerContext* ctx,
                                               const v1::AskRequest* req, v1::AskResponse* resp) {
-  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Caller&) {
-    auto asked = controller_.Ask(req->sweep_id());
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto asked = controller_.Ask(allowed, req->sweep_id());
     if (!asked.ok()) return asked.status();
     *resp = std::move(*asked);
     return absl::OkStatus();
@@ -317,12 +318,13 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Ask(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* HpoServiceImpl::Tell(grpc::CallbackServerContext* ctx,
                                                const v1::TellRequest* req, v1::TellResponse* resp) {
-  return Run(ctx, {Action::kOperate, 0, req->trial_id()}, [this, req, resp](const Caller&) {
-    auto trial = controller_.Tell(*req);
-    if (!trial.ok()) return trial.status();
-    *resp->mutable_trial() = std::move(*trial);
-    return absl::OkStatus();
-  });
+  return Run(ctx, {Action::kOperate, 0, req->trial_id()},
+             [this, req, resp](const Allowed& allowed) {
+               auto trial = controller_.Tell(allowed, *req);
+               if (!trial.ok()) return trial.status();
+               *resp->mutable_trial() = std::move(*trial);
+               return absl::OkStatus();
+             });
 }
 
 grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContext* ctx,
@@ -336,8 +338,9 @@ grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContex
   controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
     absl::StatusOr<std::vector<std::string>> dirs =
         [&]() -> absl::StatusOr<std::vector<std::string>> {
-      RETURN_IF_ERROR(controller_.Authorize(caller, {Action::kRemove, req->sweep_id()}));
-      return controller_.Remove(req->sweep_id());
+      ASSIGN_OR_RETURN(Allowed allowed,
+                       controller_.Allow(caller, {Action::kRemove, req->sweep_id()}));
+      return controller_.Remove(allowed, req->sweep_id());
     }();
     return [this, reactor, resp, dirs = std::move(dirs)](const absl::Status& commit) {
       if (!dirs.ok() || !commit.ok()) {

@@ -106,8 +106,10 @@ v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& r
   return resp;
 }
 
-absl::StatusOr<v1::Sweep> Controller::Submit(const v1::SubmitSweepRequest& req,
-                                             const std::string& owner) {
+absl::StatusOr<v1::Sweep> Controller::Submit(const Allowed& allowed,
+                                             const v1::SubmitSweepRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kSubmit, 0));
+  const std::string& owner = allowed.caller().user;
   if (absl::Status health = store_.Health(); !health.ok()) {
     return absl::UnavailableError(
         absl::StrCat("hpod refuses new sweeps while it cannot write its data: ", health.message()));
@@ -255,7 +257,29 @@ absl::Status Controller::Authorize(const Caller& caller, const Need& need) const
   return server::Authorize(caller, need.action, &ref);
 }
 
-absl::StatusOr<v1::Sweep> Controller::Cancel(int64_t sweep_id) {
+absl::StatusOr<Allowed> Controller::Allow(const Caller& caller, const Need& need) const {
+  RETURN_IF_ERROR(Authorize(caller, need));
+  return Allowed(caller, need);
+}
+
+Allowed Controller::AllowedForTest() {
+  return Allowed(Caller::Owner(""), Need{Action::kUse}, true);
+}
+
+absl::Status Controller::Within(const Allowed& allowed, Action action, int64_t sweep_id,
+                                int64_t trial_id) const {
+  if (allowed.anything_) return absl::OkStatus();
+  const Need& need = allowed.need();
+  if (need.action == action && need.sweep_id == sweep_id && need.trial_id == trial_id) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat("the gate ruled on another call (sweep ", need.sweep_id,
+                                          ", trial ", need.trial_id, ") than this one (sweep ",
+                                          sweep_id, ", trial ", trial_id, ")"));
+}
+
+absl::StatusOr<v1::Sweep> Controller::Cancel(const Allowed& allowed, int64_t sweep_id) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   if (sweep->Final()) {
     return absl::FailedPreconditionError(
@@ -267,7 +291,8 @@ absl::StatusOr<v1::Sweep> Controller::Cancel(int64_t sweep_id) {
   return View(*sweep);
 }
 
-absl::StatusOr<v1::Sweep> Controller::Pause(int64_t sweep_id) {
+absl::StatusOr<v1::Sweep> Controller::Pause(const Allowed& allowed, int64_t sweep_id) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   if (sweep->rec.state != v1::SWEEP_STATE_RUNNING || sweep->Ending()) {
     return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " is ",
@@ -279,7 +304,8 @@ absl::StatusOr<v1::Sweep> Controller::Pause(int64_t sweep_id) {
   return View(*sweep);
 }
 
-absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
+absl::StatusOr<v1::Sweep> Controller::Resume(const Allowed& allowed, int64_t sweep_id) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   if (sweep->rec.state != v1::SWEEP_STATE_PAUSED) {
     return absl::FailedPreconditionError(absl::StrCat("sweep ", sweep_id, " is ",
@@ -292,7 +318,9 @@ absl::StatusOr<v1::Sweep> Controller::Resume(int64_t sweep_id) {
   return View(*sweep);
 }
 
-absl::StatusOr<v1::Sweep> Controller::Extend(const v1::ExtendSweepRequest& req) {
+absl::StatusOr<v1::Sweep> Controller::Extend(const Allowed& allowed,
+                                             const v1::ExtendSweepRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, req.sweep_id()));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(req.sweep_id()));
   const std::string fingerprint = ChangeFingerprint(req);
   if (auto replayed = Replayed(*sweep, req.request_id(), fingerprint)) return *replayed;
@@ -360,7 +388,9 @@ void Controller::Change(Sweep& sweep, const BudgetChange& change, const std::str
   lifecycle_.Schedule(sweep);
 }
 
-absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
+absl::StatusOr<v1::Sweep> Controller::Enqueue(const Allowed& allowed,
+                                              const v1::EnqueueRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, req.sweep_id()));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(req.sweep_id()));
   const std::string fingerprint = ChangeFingerprint(req);
   if (auto replayed = Replayed(*sweep, req.request_id(), fingerprint)) return *replayed;
@@ -389,7 +419,8 @@ absl::StatusOr<v1::Sweep> Controller::Enqueue(const v1::EnqueueRequest& req) {
   return View(*sweep);
 }
 
-absl::StatusOr<v1::AskResponse> Controller::Ask(int64_t sweep_id) {
+absl::StatusOr<v1::AskResponse> Controller::Ask(const Allowed& allowed, int64_t sweep_id) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   ASSIGN_OR_RETURN(TrialRuntime * trial, lifecycle_.Ask(*sweep));
   v1::AskResponse resp;
@@ -399,7 +430,8 @@ absl::StatusOr<v1::AskResponse> Controller::Ask(int64_t sweep_id) {
   return resp;
 }
 
-absl::StatusOr<v1::Trial> Controller::Tell(const v1::TellRequest& req) {
+absl::StatusOr<v1::Trial> Controller::Tell(const Allowed& allowed, const v1::TellRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, 0, req.trial_id()));
   auto [sweep, trial] = table_.FindTrial(req.trial_id());
   if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", req.trial_id()));
   if (req.state() != v1::TRIAL_STATE_COMPLETED && req.state() != v1::TRIAL_STATE_FAILED) {
@@ -411,7 +443,9 @@ absl::StatusOr<v1::Trial> Controller::Tell(const v1::TellRequest& req) {
   return TrialView(*sweep, *trial, clock_.Now());
 }
 
-absl::StatusOr<std::vector<std::string>> Controller::Remove(int64_t sweep_id) {
+absl::StatusOr<std::vector<std::string>> Controller::Remove(const Allowed& allowed,
+                                                            int64_t sweep_id) {
+  RETURN_IF_ERROR(Within(allowed, Action::kRemove, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   if (!sweep->Final()) {
     return absl::FailedPreconditionError(

@@ -48,6 +48,24 @@
 
 namespace hpo::server {
 
+// What the gate allowed: a caller, and what it may do on which sweep or trial. Only
+// Controller::Allow makes one, after the gate (server/auth) ruled; every verb that changes a
+// sweep takes one and acts only within it, so a front door that forgets the gate does not
+// compile, and one that asked for another sweep than it acts on is refused.
+class Allowed {
+ public:
+  const Caller& caller() const { return caller_; }
+  const Need& need() const { return need_; }
+
+ private:
+  friend class Controller;
+  Allowed(Caller caller, Need need, bool anything = false)
+      : caller_(std::move(caller)), need_(need), anything_(anything) {}
+  Caller caller_;
+  Need need_;
+  bool anything_;  // AllowedForTest: the owner, on every sweep
+};
+
 class Controller {
  public:
   // What trials get (data directory, endpoint, ...; TrialLifecycle::Options), and the tick.
@@ -112,31 +130,42 @@ class Controller {
 
   // --- controller thread only ---
   v1::ValidateSweepResponse Validate(const v1::ValidateSweepRequest& req);
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req,
-                                                 const std::string& owner = "");
+  // The sweep is the caller's (SweepRecord::owner).
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const Allowed& allowed,
+                                                 const v1::SubmitSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
   // Every sweep, or with `caller` set only those the caller may see.
   std::vector<v1::Sweep> ListSweeps(bool active_only, const Caller* caller = nullptr) const;
   // The gate (server/auth.h) that every front door passes a call through before acting: OK,
   // NOT_FOUND for a sweep or trial that is not there, PERMISSION_DENIED saying why.
   [[nodiscard]] absl::Status Authorize(const Caller& caller, const Need& need) const;
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  // The gate's ruling as what the changing verbs take: Authorize, and on OK the Allowed.
+  [[nodiscard]] absl::StatusOr<Allowed> Allow(const Caller& caller, const Need& need) const;
+  // The owner, on every sweep: for tests, fuzzers and benchmarks that drive the controller
+  // without a front door. Never used by one.
+  static Allowed AllowedForTest();
+  // The changing verbs: each takes what the gate allowed, and refuses (INTERNAL) a call outside
+  // it (another action, sweep or trial than the gate ruled on).
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(const Allowed& allowed, int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(const Allowed& allowed, int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(const Allowed& allowed, int64_t sweep_id);
   // More budget (v1::ExtendSweepRequest): a COMPLETED or TIMED_OUT sweep reopens. INVALID_ARGUMENT
   // for a change that gives nothing more (fewer trials than it made, a GPU-hour budget below what
   // was used), FAILED_PRECONDITION for a sweep that cannot go on; nothing changes then.
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const Allowed& allowed,
+                                                 const v1::ExtendSweepRequest& req);
   // Removes an ended sweep from the store and from memory; returns the directories of its trials
   // for the caller to remove once that is committed. FAILED_PRECONDITION for one not ended.
-  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Remove(const Allowed& allowed,
+                                                                int64_t sweep_id);
   // Configurations that run before anything the sampler proposes (v1::EnqueueRequest), checked
   // against the space; they count toward budget.max_trials, which grows if they need it. A sweep
   // that ran out of trials reopens. INVALID_ARGUMENT for a point outside the space.
-  [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const Allowed& allowed,
+                                                  const v1::EnqueueRequest& req);
   // Ask and tell (`backend: external`): TrialLifecycle::Ask and Tell.
-  [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(int64_t sweep_id);
-  [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const v1::TellRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(const Allowed& allowed, int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const Allowed& allowed, const v1::TellRequest& req);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       const v1::ListTrialsRequest& req) const;
   [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
@@ -161,6 +190,9 @@ class Controller {
   Telemetry& telemetry() { return *telemetry_; }
 
  private:
+  // OK when `allowed` covers `action` on the sweep (or trial); INTERNAL otherwise.
+  [[nodiscard]] absl::Status Within(const Allowed& allowed, Action action, int64_t sweep_id,
+                                    int64_t trial_id = 0) const;
   // After every commit: events go out, and a change in whether hpod can write is logged.
   void Committed(const absl::Status& commit);
   [[nodiscard]] absl::StatusOr<Sweep*> FindSweep(int64_t sweep_id) const;

@@ -55,7 +55,7 @@ struct Budget {
   // No trial starts once the sweep's trials used this many GPU-hours (GPUs held times running
   // time, over segments and retries); the running ones finish.
   std::optional<double> gpu_hours;
-  // ... and node-hours (nodes held times time held): see server/usage.h for what is counted.
+  // ... and node-hours (nodes held times time held): see server/core/usage.h for what is counted.
   std::optional<double> node_hours;
 };
 

@@ -570,16 +570,15 @@ void Dashboard::Routes() {
           OnController(
               controller_,
               [this, id, verb, body, c = std::move(visitor->caller)]() -> absl::StatusOr<json> {
-                if (absl::Status a = controller_.Authorize(c, {Action::kOperate, id}); !a.ok()) {
-                  return a;
-                }
+                absl::StatusOr<Allowed> allowed = controller_.Allow(c, {Action::kOperate, id});
+                if (!allowed.ok()) return allowed.status();
                 absl::StatusOr<v1::Sweep> sweep;
                 if (verb == "cancel") {
-                  sweep = controller_.Cancel(id);
+                  sweep = controller_.Cancel(*allowed, id);
                 } else if (verb == "pause") {
-                  sweep = controller_.Pause(id);
+                  sweep = controller_.Pause(*allowed, id);
                 } else if (verb == "resume") {
-                  sweep = controller_.Resume(id);
+                  sweep = controller_.Resume(*allowed, id);
                 } else {
                   v1::ExtendSweepRequest r;
                   r.set_sweep_id(id);
@@ -588,7 +587,7 @@ void Dashboard::Routes() {
                   r.set_wall_time_seconds(body.value("wall_time_seconds", 0.0));
                   r.set_add_gpu_hours(body.value("add_gpu_hours", 0.0));
                   r.set_request_id(body.value("request_id", std::string()));
-                  sweep = controller_.Extend(r);
+                  sweep = controller_.Extend(*allowed, r);
                 }
                 if (!sweep.ok()) return sweep.status();
                 spdlog::info("sweep {}: {} from the dashboard by {}", id, verb, c.user);

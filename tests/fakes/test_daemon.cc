@@ -90,7 +90,8 @@ absl::StatusOr<int64_t> TestDaemon::Submit(const std::string& yaml, const std::s
   req.set_spec_yaml(yaml);
   req.set_source(source);
   req.set_base_dir(root_);
-  absl::StatusOr<v1::Sweep> sweep = controller_->Submit(req);
+  absl::StatusOr<v1::Sweep> sweep =
+      controller_->Submit(hpo::server::Controller::AllowedForTest(), req);
   if (!sweep.ok()) return sweep.status();
   return sweep->id();
 }

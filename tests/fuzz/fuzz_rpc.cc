@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::SubmitSweepRequest r;
       if (Parse(r, data, size)) {
         r.set_base_dir(d->root());  // where trial programs would run; never outside the temp dir
-        (void)c.Submit(r);
+        (void)c.Submit(hpo::server::Controller::AllowedForTest(), r);
       }
       break;
     }
@@ -70,17 +70,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 5: {
       v1::CancelSweepRequest r;
-      if (Parse(r, data, size)) (void)c.Cancel(r.sweep_id());
+      if (Parse(r, data, size))
+        (void)c.Cancel(hpo::server::Controller::AllowedForTest(), r.sweep_id());
       break;
     }
     case 6: {
       v1::PauseSweepRequest r;
-      if (Parse(r, data, size)) (void)c.Pause(r.sweep_id());
+      if (Parse(r, data, size))
+        (void)c.Pause(hpo::server::Controller::AllowedForTest(), r.sweep_id());
       break;
     }
     case 7: {
       v1::ResumeSweepRequest r;
-      if (Parse(r, data, size)) (void)c.Resume(r.sweep_id());
+      if (Parse(r, data, size))
+        (void)c.Resume(hpo::server::Controller::AllowedForTest(), r.sweep_id());
       break;
     }
     case 8: {

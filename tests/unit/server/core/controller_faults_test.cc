@@ -95,7 +95,7 @@ TEST_F(ControllerFaultsTest,
 TEST_F(ControllerFaultsTest, AStopTheBackendRefusesLeavesTheTrialToEndOnItsOwn) {
   int64_t id = Submit(Spec(1, 1));
   daemon_->backend().Fail(FaultyBackend::Verb::kStop, absl::StatusCode::kUnavailable);
-  ASSERT_TRUE(controller().Cancel(id).ok());
+  ASSERT_TRUE(controller().Cancel(Controller::AllowedForTest(), id).ok());
   EXPECT_EQ(daemon_->simulated().Running(), 1) << "the stop was refused";
   daemon_->RunUntilEnded();
   EXPECT_EQ(Trials(id)[0].state(), v1::TRIAL_STATE_CANCELED);
@@ -118,7 +118,7 @@ TEST_F(ControllerFaultsTest, ACommitFailureRefusesNewWorkUntilTheStoreRecovers) 
   EXPECT_TRUE(absl::IsUnavailable(daemon_->store().Health()));
   v1::SubmitSweepRequest req;
   req.set_spec_yaml(Spec(1, 1));
-  absl::StatusOr<v1::Sweep> sweep = controller().Submit(req);
+  absl::StatusOr<v1::Sweep> sweep = controller().Submit(Controller::AllowedForTest(), req);
   EXPECT_TRUE(absl::IsUnavailable(sweep.status()));
   EXPECT_THAT(std::string(sweep.status().message()), HasSubstr("cannot write its data"));
   // While unhealthy, reports are refused before anything is stored (the client retries).

@@ -268,15 +268,41 @@ TEST_F(ControllerTest, CancelStopsRunningTrialsAndIgnoresTheRest) {
   int64_t id = Submit(Spec(10, 4));
   controller().RunOnce();
   EXPECT_EQ(daemon_->simulated().Running(), 4);
-  auto s = controller().Cancel(id);
+  auto s = controller().Cancel(Controller::AllowedForTest(), id);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->state(), v1::SWEEP_STATE_RUNNING);  // still winding down
   RunUntilEnded();
   EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"CANCELED", 4}}));
   EXPECT_EQ(daemon_->simulated().Running(), 0);
-  EXPECT_TRUE(absl::IsFailedPrecondition(controller().Cancel(id).status()));
-  EXPECT_TRUE(absl::IsNotFound(controller().Cancel(id + 1).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(controller().Cancel(Controller::AllowedForTest(), id).status()));
+  EXPECT_TRUE(absl::IsNotFound(controller().Cancel(Controller::AllowedForTest(), id + 1).status()));
+}
+
+TEST_F(ControllerTest, TheChangingVerbsActOnlyWithinWhatTheGateAllowed) {
+  int64_t one = Submit(Spec(10, 2));
+  int64_t two = Submit(Spec(10, 2));
+  Caller alice;
+  alice.user = "alice";
+  alice.sweeps[one] = Role::kOperator;
+  absl::StatusOr<Allowed> allowed = controller().Allow(alice, {Action::kOperate, one});
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(allowed->caller().user, "alice");
+  EXPECT_TRUE(controller().Pause(*allowed, one).ok());
+  // A door that asked about one sweep and acts on another is refused, and nothing changes.
+  absl::StatusOr<v1::Sweep> other = controller().Pause(*allowed, two);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInternal) << other.status();
+  EXPECT_EQ(controller().GetSweep(two)->state(), v1::SWEEP_STATE_RUNNING);
+  // ... or does another thing than it asked for.
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml(Spec(1, 1));
+  EXPECT_EQ(controller().Submit(*allowed, req).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(controller().Remove(*allowed, one).status().code(), absl::StatusCode::kInternal);
+  // The gate itself says no where the role does not reach.
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(controller().Allow(alice, {Action::kOperate, two}).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(controller().Allow(alice, {Action::kSubmit}).status()));
 }
 
 TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
@@ -354,14 +380,15 @@ TEST_F(ControllerTest, PauseHoldsNewTrials) {
   };
   int64_t id = Submit(Spec(4, 1));
   controller().RunOnce();
-  ASSERT_TRUE(controller().Pause(id).ok());
-  EXPECT_TRUE(absl::IsFailedPrecondition(controller().Pause(id).status()));
+  ASSERT_TRUE(controller().Pause(Controller::AllowedForTest(), id).ok());
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(controller().Pause(Controller::AllowedForTest(), id).status()));
   for (int i = 0; i < 30; ++i) {
     daemon_->clock().Advance(absl::Seconds(1));
     controller().RunOnce();
   }
   EXPECT_EQ(Trials(id).size(), 1u);
-  ASSERT_TRUE(controller().Resume(id).ok());
+  ASSERT_TRUE(controller().Resume(Controller::AllowedForTest(), id).ok());
   RunUntilEnded();
   EXPECT_EQ(Counts(id)["COMPLETED"], 4);
 }
@@ -629,7 +656,7 @@ TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFrom
   req.set_sweep_id(id);
   req.set_add_trials(4);
   req.set_max_concurrent(3);
-  absl::StatusOr<v1::Sweep> extended = controller().Extend(req);
+  absl::StatusOr<v1::Sweep> extended = controller().Extend(Controller::AllowedForTest(), req);
   ASSERT_TRUE(extended.ok()) << extended.status();
   EXPECT_EQ(extended->state(), v1::SWEEP_STATE_RUNNING);
   EXPECT_EQ(extended->max_trials(), 8);
@@ -657,15 +684,15 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   extend.set_sweep_id(id);
   extend.set_add_trials(3);
   extend.set_request_id("extend-1");
-  ASSERT_TRUE(controller().Extend(extend).ok());
+  ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
   controller().RunOnce();
   ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
-  absl::StatusOr<v1::Sweep> again = controller().Extend(extend);
+  absl::StatusOr<v1::Sweep> again = controller().Extend(Controller::AllowedForTest(), extend);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->max_trials(), 5) << "applied once, not 8";
   v1::ExtendSweepRequest other = extend;
   other.set_add_trials(4);
-  absl::StatusOr<v1::Sweep> clash = controller().Extend(other);
+  absl::StatusOr<v1::Sweep> clash = controller().Extend(Controller::AllowedForTest(), other);
   EXPECT_TRUE(absl::IsInvalidArgument(clash.status())) << clash.status();
   EXPECT_EQ(controller().GetSweep(id)->max_trials(), 5);
 
@@ -675,10 +702,10 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   auto& point = *enqueue.add_points()->mutable_values();
   point["x"] = "0.25";
   point["k"] = "b";
-  ASSERT_TRUE(controller().Enqueue(enqueue).ok());
+  ASSERT_TRUE(controller().Enqueue(Controller::AllowedForTest(), enqueue).ok());
   controller().RunOnce();
   ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
-  ASSERT_TRUE(controller().Enqueue(enqueue).ok());
+  ASSERT_TRUE(controller().Enqueue(Controller::AllowedForTest(), enqueue).ok());
   RunUntilEnded();
   auto trials = Trials(id);
   EXPECT_EQ(trials.size(), 5u) << "2 + 3 more, the enqueued one among them, not twice";
@@ -687,8 +714,8 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   EXPECT_EQ(enqueued, 1);
   // Without a key every request is a new one.
   extend.clear_request_id();
-  ASSERT_TRUE(controller().Extend(extend).ok());
-  ASSERT_TRUE(controller().Extend(extend).ok());
+  ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
+  ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
   EXPECT_EQ(controller().GetSweep(id)->max_trials(), 11);
 }
 
@@ -699,7 +726,7 @@ TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
   v1::ExtendSweepRequest req;
   req.set_sweep_id(id);
   auto refused = [&](v1::ExtendSweepRequest r, const std::string& says) {
-    absl::StatusOr<v1::Sweep> s = controller().Extend(r);
+    absl::StatusOr<v1::Sweep> s = controller().Extend(Controller::AllowedForTest(), r);
     EXPECT_FALSE(s.ok());
     EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr(says)) << s.status();
     v1::Sweep now = *controller().GetSweep(id);
@@ -721,12 +748,12 @@ TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
   // A canceled sweep cannot be extended.
   int64_t canceled = Submit(Spec(4, 1));
   controller().RunOnce();
-  ASSERT_TRUE(controller().Cancel(canceled).ok());
+  ASSERT_TRUE(controller().Cancel(Controller::AllowedForTest(), canceled).ok());
   RunUntilEnded();
   v1::ExtendSweepRequest more;
   more.set_sweep_id(canceled);
   more.set_add_trials(2);
-  absl::StatusOr<v1::Sweep> s = controller().Extend(more);
+  absl::StatusOr<v1::Sweep> s = controller().Extend(Controller::AllowedForTest(), more);
   EXPECT_TRUE(absl::IsFailedPrecondition(s.status())) << s.status();
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("CANCELED"));
 }
@@ -757,7 +784,7 @@ TEST_F(ControllerTest, EnqueuedConfigurationsRunFirstAndCountTowardTheBudget) {
   req.set_sweep_id(id);
   (*req.add_points()->mutable_values())["x"] = "0.125";
   (*req.mutable_points(0)->mutable_values())["k"] = "a";
-  absl::StatusOr<v1::Sweep> s = controller().Enqueue(req);
+  absl::StatusOr<v1::Sweep> s = controller().Enqueue(Controller::AllowedForTest(), req);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->max_trials(), 5);
   EXPECT_THAT(s->message(), ::testing::HasSubstr("budget.max_trials raised to 5"));
@@ -772,18 +799,20 @@ TEST_F(ControllerTest, EnqueuedConfigurationsRunFirstAndCountTowardTheBudget) {
   bad.set_sweep_id(id);
   (*bad.add_points()->mutable_values())["x"] = "2";
   (*bad.mutable_points(0)->mutable_values())["k"] = "a";
-  s = controller().Enqueue(bad);
+  s = controller().Enqueue(Controller::AllowedForTest(), bad);
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   EXPECT_THAT(
       std::string(s.status().message()),
       ::testing::HasSubstr("configuration 1: x=2 is outside the space (x is a float in [0, 1])"));
   (*bad.mutable_points(0)->mutable_values())["x"] = "0.5";
   (*bad.mutable_points(0)->mutable_values())["k"] = "c";
-  EXPECT_THAT(std::string(controller().Enqueue(bad).status().message()),
-              ::testing::HasSubstr("k=c is not one of its choices (a, b)"));
+  EXPECT_THAT(
+      std::string(controller().Enqueue(Controller::AllowedForTest(), bad).status().message()),
+      ::testing::HasSubstr("k=c is not one of its choices (a, b)"));
   bad.mutable_points(0)->mutable_values()->erase("k");
-  EXPECT_THAT(std::string(controller().Enqueue(bad).status().message()),
-              ::testing::HasSubstr("no value for parameter 'k'"));
+  EXPECT_THAT(
+      std::string(controller().Enqueue(Controller::AllowedForTest(), bad).status().message()),
+      ::testing::HasSubstr("no value for parameter 'k'"));
   EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Trials(id).size(), 5u);
 }
@@ -841,7 +870,7 @@ TEST_F(ControllerTest, WarmStartFeedsTheSamplerWithTheCompatibleTrialsOfAnEarlie
   auto refused = [&](const std::string& yaml, const std::string& says) {
     v1::SubmitSweepRequest req;
     req.set_spec_yaml(yaml);
-    absl::StatusOr<v1::Sweep> s = controller().Submit(req);
+    absl::StatusOr<v1::Sweep> s = controller().Submit(Controller::AllowedForTest(), req);
     EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
     EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr(says));
   };
@@ -864,13 +893,13 @@ TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   v1::SubmitSweepRequest req;
   req.set_spec_yaml("parameters: {x: [1]}\nobjective: {metric: m, direction: up}\ncommand: t\n");
   req.set_source("bad.yaml");
-  auto s = controller().Submit(req);
+  auto s = controller().Submit(Controller::AllowedForTest(), req);
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("bad.yaml:2:"));
   EXPECT_TRUE(daemon_->sqlite().LoadSweeps()->empty());
   // Resources that can never fit are refused at submit.
   req.set_spec_yaml(Spec(1, 1, "resources: {gpus: 8}\n"));
-  s = controller().Submit(req);
+  s = controller().Submit(Controller::AllowedForTest(), req);
   ASSERT_TRUE(absl::IsInvalidArgument(s.status()));
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("GPU"));
 }

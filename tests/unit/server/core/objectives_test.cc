@@ -1,4 +1,4 @@
-// Several objectives and constraints in a whole daemon in virtual time (server/objectives.h):
+// Several objectives and constraints in a whole daemon in virtual time (server/core/objectives.h):
 // the Pareto front and ranks against the rule as written, the metrics hpod measures, constraints,
 // multi-objective ASHA stopping trials, and all of it across a restart.
 #include "server/core/objectives.h"

@@ -1,4 +1,4 @@
-// GPU-hours and node-hours in virtual time (server/usage.h): what a sweep's trials and the
+// GPU-hours and node-hours in virtual time (server/core/usage.h): what a sweep's trials and the
 // allocations held for it used, the budgets that stop new trials, and the arithmetic across a
 // restart. The allocations are the simulated backend's model of Slurm steps mode.
 #include "server/core/usage.h"
@@ -140,12 +140,12 @@ TEST_F(UsageTest, AGpuHourBudgetInAllocationsCountsTheAllocations) {
   v1::ExtendSweepRequest req;
   req.set_sweep_id(id);
   req.set_gpu_hours(0.015);
-  absl::StatusOr<v1::Sweep> refused = controller().Extend(req);
+  absl::StatusOr<v1::Sweep> refused = controller().Extend(Controller::AllowedForTest(), req);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("already used 0.02222 GPU-hours"));
   req.set_gpu_hours(0);
   req.set_add_gpu_hours(0.01);
-  ASSERT_TRUE(controller().Extend(req).ok());
+  ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), req).ok());
   EXPECT_EQ(Sweep(id).state(), v1::SWEEP_STATE_RUNNING);
   EXPECT_DOUBLE_EQ(Sweep(id).gpu_hours_budget(), 0.03);
 }

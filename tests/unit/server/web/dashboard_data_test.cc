@@ -1,5 +1,5 @@
-// What the dashboard's charts get from a large sweep (server/dashboard_data.h): past their limit,
-// the objective chart keeps every trial that improved the running best and the parallel
+// What the dashboard's charts get from a large sweep (server/web/dashboard_data.h): past their
+// limit, the objective chart keeps every trial that improved the running best and the parallel
 // coordinates keep the best half, each with an even spread of the others, and both say how many
 // there were in all.
 #include "server/web/dashboard_data.h"
