@@ -126,8 +126,6 @@ class TrialLifecycle {
   static absl::Duration Needs(const Sweep& sweep);
   // What the trial asks the backend for, with its needs.
   static backend::Resources TrialResources(const Sweep& sweep, const TrialRecord& rec);
-  // When the trial's current segment started, if it did.
-  static std::optional<absl::Time> SegmentStart(const TrialRecord& rec);
 
   // budget.gpu_hours, budget.node_hours: once the sweep used one, no trial starts (see
   // Sweep::budget_spent and usage.h).

@@ -120,12 +120,6 @@ void TrialLifecycle::EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState 
   }
 }
 
-std::optional<absl::Time> TrialLifecycle::SegmentStart(const TrialRecord& rec) {
-  if (rec.segment_started_at) return rec.segment_started_at;
-  if (rec.segment == 1 && rec.started_at) return rec.started_at;  // stored before segments
-  return std::nullopt;
-}
-
 bool TrialLifecycle::MayResume(const Sweep& sweep, const TrialRuntime& trial) const {
   const Checkpointing& c = sweep.spec().checkpoint;
   return c.resumable && trial.rec.segment < c.max_segments && !sweep.Ending() && !sweep.Final();

@@ -20,14 +20,19 @@ std::optional<double> Usage::Utilization() const {
   return trial_gpu_seconds / allocation_gpu_seconds;
 }
 
+std::optional<absl::Time> SegmentStart(const TrialRecord& trial) {
+  if (trial.segment_started_at) return trial.segment_started_at;
+  if (trial.segment == 1 && trial.started_at) return trial.started_at;
+  return std::nullopt;
+}
+
 double RunSeconds(const TrialRecord& trial, absl::Time at) {
   double total = 0;
   for (const SegmentRecord& s : trial.segments) {
     total += Seconds(s.started_at, std::min(s.ended_at, at));
   }
   // The current (or last) segment, as the GPU-seconds count it.
-  std::optional<absl::Time> start = trial.segment_started_at;
-  if (!start && trial.segment == 1) start = trial.started_at;  // stored before segments
+  std::optional<absl::Time> start = SegmentStart(trial);
   if (!start) return total;
   if (trial.state == v1::TRIAL_STATE_RUNNING) {
     total += Seconds(*start, at);

@@ -45,6 +45,9 @@ struct Usage {
   std::optional<double> Utilization() const;
 };
 
+// When the trial's current (or last) segment started, if it did (a row stored before segments
+// has only started_at).
+std::optional<absl::Time> SegmentStart(const TrialRecord& trial);
 // A trial's running time over its segments up to `at` (the running one up to then).
 double RunSeconds(const TrialRecord& trial, absl::Time at);
 // The sweep's usage up to `now`.
