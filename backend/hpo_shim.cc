@@ -27,6 +27,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/shim_signals.h"
 #include "common/layout.h"
 
 namespace {
@@ -69,10 +70,6 @@ void RemoveEarlierRecords(const hpo::layout::TrialDir& dir) {
   ::closedir(d);
 }
 
-// Signals the shim outlives: all that end a process by default, except those only a fault raises.
-constexpr int kCaught[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,   SIGUSR1, SIGUSR2, SIGALRM,
-                           SIGPIPE, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGPOLL};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,11 +80,18 @@ int main(int argc, char** argv) {
   const hpo::layout::TrialDir dir(argv[1]);
   char** command = argv + 3;
   // Handlers, not SIG_IGN: exec resets handled signals to their defaults in the command, while
-  // ignored ones would stay ignored. Installed before fork, so no signal falls in between.
+  // ignored ones would stay ignored. Installed before fork, so no signal falls in between. hpod
+  // starts the shim with these signals blocked (Spawn), so one sent before now is pending, and
+  // is passed on to the command once it is forked.
   struct sigaction sa {};
   sa.sa_handler = Ignore;
   sigemptyset(&sa.sa_mask);
-  for (int sig : kCaught) ::sigaction(sig, &sa, nullptr);
+  for (int sig : hpo::backend::kShimSignals) ::sigaction(sig, &sa, nullptr);
+  sigset_t held, none;
+  sigemptyset(&held);
+  sigemptyset(&none);
+  hpo::backend::AddShimSignals(&held);
+  ::sigprocmask(SIG_BLOCK, &held, nullptr);
   RemoveEarlierRecords(dir);
   WriteSmallFile(dir.shim_pid(), std::to_string(::getpid()) + "\n");
   // " segment K" after the outcome, for the segments after the first.
@@ -111,6 +115,9 @@ int main(int argc, char** argv) {
     return 125;
   }
   if (child == 0) {
+    // Defaults before unblocking, so that a signal passed on before exec ends the child.
+    for (int sig : hpo::backend::kShimSignals) ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::close(pipe_fds[0]);
     ::execvp(command[0], command);
     int err = errno;
@@ -118,6 +125,15 @@ int main(int argc, char** argv) {
     (void)ignored;
     ::_exit(127);
   }
+  // What was sent to the group before the command existed reaches it now; then the shim takes
+  // its own copies (ignored) and every later one, which reach the command directly.
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  for (int sig : hpo::backend::kShimSignals) {
+    if (sigismember(&pending, sig) == 1) ::kill(child, sig);
+  }
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::close(pipe_fds[1]);
   int exec_errno = 0;
   ssize_t n;

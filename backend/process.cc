@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "backend/shim_signals.h"
 #include "common/layout.h"
 
 extern char** environ;
@@ -76,6 +77,9 @@ absl::StatusOr<Spawned> Spawn(const SpawnSpec& spec) {
   sigemptyset(&none);
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE);
+  // The shim starts with the signals it outlives blocked, and unblocks them once it can pass
+  // them on (hpo_shim.cc); a bare command starts with none blocked.
+  if (!spec.shim.empty()) AddShimSignals(&none);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr,

@@ -90,6 +90,27 @@ absl::Status SimulatedBackend::Stop(int64_t trial_id, absl::Duration grace) {
   return absl::OkStatus();
 }
 
+std::map<int64_t, SimulatedBackend::Sim>::iterator SimulatedBackend::Forget(
+    std::map<int64_t, Sim>::iterator it, absl::Time end) {
+  const Sim& sim = it->second;
+  pool_.Release(sim.grant);
+  if (model_ && --running_by_sweep_[sim.sweep_id] == 0) {
+    if (auto held = allocations_.find(sim.sweep_id); held != allocations_.end()) {
+      held->second.idle_since = end;
+    }
+  }
+  return trials_.erase(it);
+}
+
+void SimulatedBackend::Reclaim(int64_t trial_id, const std::string&) {
+  if (auto it = trials_.find(trial_id); it != trials_.end()) Forget(it, clock_.Now());
+}
+
+bool SimulatedBackend::Runs(int64_t trial_id) const {
+  auto it = trials_.find(trial_id);
+  return it != trials_.end() && clock_.Now() < it->second.end;
+}
+
 absl::Status SimulatedBackend::Adopt(const LaunchSpec& spec, const std::string&,
                                      const std::string&) {
   auto it = trials_.find(spec.trial_id);
@@ -116,7 +137,7 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
     if (!sim.started && now >= sim.start) {
       sim.started = true;
       BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, it->first, sim.start);
-      e.backend_id = absl::StrCat("sim:", it->first);
+      e.backend_id = absl::StrCat(name_, ":", it->first);
       e.gpus = sim.grant.CudaVisibleDevices();
       out.push_back(e);
     }
@@ -141,13 +162,7 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
             absl::StrCat("lost to ", InterruptionWords(sim.fate.interruption), " (simulated)");
       }
       out.push_back(e);
-      pool_.Release(sim.grant);
-      if (model_ && --running_by_sweep_[sim.sweep_id] == 0) {
-        if (auto held = allocations_.find(sim.sweep_id); held != allocations_.end()) {
-          held->second.idle_since = sim.end;
-        }
-      }
-      it = trials_.erase(it);
+      it = Forget(it, sim.end);
       continue;
     }
     ++it;

@@ -59,13 +59,17 @@ class SimulatedBackend final : public Backend {
   // this backend takes back those still running.
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
                                    const std::string& gpus) override;
-  void Reclaim(int64_t, const std::string&) override {}
+  // Ends a trial that was not adopted, as if its process were killed: nothing more of it is
+  // reported.
+  void Reclaim(int64_t trial_id, const std::string&) override;
   // An allocation it still holds goes on; one it does not hold ended now.
   void AdoptAllocation(const AllocationUsage& allocation) override;
   void SweepEnded(int64_t sweep_id) override;
   void SweepReopened(int64_t sweep_id) override { ended_sweeps_.erase(sweep_id); }
   void set_allocations(AllocationModel model) { model_ = model; }
   int Running() const override { return static_cast<int>(trials_.size()); }
+  // True while the trial is held and its end has not come (for tests).
+  bool Runs(int64_t trial_id) const;
   int FreeGpus() const override { return pool_.free_gpus(); }
   std::string Describe() const override;
 
@@ -96,6 +100,9 @@ class SimulatedBackend final : public Backend {
   std::vector<LaunchSpec> launched_;
   bool keep_launched_ = true;
   std::vector<int64_t> to_checkpoint_, checkpoint_signals_;
+  // A trial's end (or reclaim): its room back, its sweep's allocation idle from `end` when it
+  // was the last.
+  std::map<int64_t, Sim>::iterator Forget(std::map<int64_t, Sim>::iterator it, absl::Time end);
   // Allocations (set_allocations): by sweep, the one it holds and since when it has been idle.
   void Allocate(int64_t sweep_id, absl::Time at);
   void ReleaseIdle(absl::Time now, std::vector<BackendEvent>& out);

@@ -26,7 +26,7 @@ SKIP_DIRS = {"build", "build-fuzz", "build-noslurm", "bench", "examples", ".git"
 HEADER_OWNERS = {"backend/resources.h": "hpo_backend_types",
                  "tests/fakes/fake_slurm.h": "hpo_fake_slurm"}
 # Header-only headers any target may include without linking their folder's library.
-HEADER_ONLY = {"common/layout.h"}
+HEADER_ONLY = {"common/layout.h", "backend/shim_signals.h"}
 GENERATED = {"common/version.h": "hpo_common"}
 
 

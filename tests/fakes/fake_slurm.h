@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -66,9 +67,21 @@ class FakeSlurm final : public slurm::SlurmApi {
     signals.push_back({job_id, step_id, signal});
     return absl::OkStatus();
   }
-  [[nodiscard]] absl::Status CancelStep(uint32_t, uint32_t) override { return absl::OkStatus(); }
+  // Steps canceled, in order: {job, step}.
+  std::vector<std::pair<uint32_t, uint32_t>> canceled_steps;
+  [[nodiscard]] absl::Status CancelStep(uint32_t job_id, uint32_t step_id) override {
+    canceled_steps.emplace_back(job_id, step_id);
+    return absl::OkStatus();
+  }
   std::vector<std::string> ExpandHostlist(const std::string& list) override {
     return absl::StrSplit(list, ',', absl::SkipEmpty());
+  }
+  // A daemon restarted over the same cluster: this fake answers from what `before` knew.
+  void TakeOver(const FakeSlurm& before) {
+    jobs = before.jobs;
+    next_id = before.next_id;
+    signals = before.signals;
+    canceled_steps = before.canceled_steps;
   }
   // The job starts running on `nodes` ("n1,n2"), at `now` (when given) until `ends` (when
   // given: its time limit).

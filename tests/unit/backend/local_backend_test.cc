@@ -148,6 +148,22 @@ TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
   EXPECT_NE(text.str().find("got-usr1"), std::string::npos);
 }
 
+// A stop sent the instant a trial is spawned, before its shim could set itself up, still ends
+// the command and leaves the shim's record of it (a restarted daemon relies on that record).
+TEST_F(LocalBackendTest, AStopTheInstantATrialStartsIsRecorded) {
+  for (int64_t id = 1; id <= 5; ++id) {
+    LocalBackend b(Opts(0, 4), clock_);
+    ASSERT_TRUE(fakes::LaunchNow(b, Spec(id, {"sleep", "600"})).ok());
+    ASSERT_TRUE(fakes::StopNow(b, id, absl::Seconds(30)).ok());  // at once, no SIGKILL in time
+    auto exits = WaitExits(b, 1);
+    ASSERT_EQ(exits.size(), 1u);
+    EXPECT_EQ(exits[0].term_signal, SIGTERM);
+    std::optional<ExitRecord> record = ReadExitRecord(dir_ + "/t" + std::to_string(id));
+    ASSERT_TRUE(record.has_value()) << "the shim recorded how it ended";
+    EXPECT_EQ(record->term_signal, SIGTERM);
+  }
+}
+
 TEST_F(LocalBackendTest, WakesTheControllerWhenATrialEnds) {
   LocalBackend b(Opts(0, 4), clock_);
   std::mutex mu;

@@ -107,7 +107,7 @@ TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 10}}));
   for (const auto& t : Trials(id)) {
     EXPECT_EQ(t.params().size(), 2u);
-    EXPECT_EQ(t.backend_id(), absl::StrCat("sim:", t.id()));
+    EXPECT_EQ(t.backend_id(), absl::StrCat("simulated:", t.id()));
   }
   // The command got its placeholders and the environment its HPO_* variables.
   const LaunchSpec& first = daemon_->simulated().launched()[0];
