@@ -185,7 +185,7 @@ Outcome RunSweep(const Config& c, const Rates& rates, bool resumable) {
       break;
     }
   }
-  v1::Sweep sweep = *controller.GetSweep(*id);
+  v1::Sweep sweep = *controller.GetSweep(hpo::server::Controller::AllowedForTest(), *id);
   auto hours = [](const google::protobuf::Timestamp& t) {
     return (static_cast<double>(t.seconds()) + t.nanos() * 1e-9) / 3600;
   };

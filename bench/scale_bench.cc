@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   double cpu = CpuSeconds() - cpu0;
-  auto final_sweep = controller.GetSweep(sweep->id());
+  auto final_sweep = controller.GetSweep(hpo::server::Controller::AllowedForTest(), sweep->id());
   int64_t done = 0;
   std::string counts;
   for (const auto& [state, n] : final_sweep->trial_counts()) {

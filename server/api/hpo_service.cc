@@ -230,8 +230,10 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, 
 grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
                                                         const v1::ValidateSweepRequest* req,
                                                         v1::ValidateSweepResponse* resp) {
-  return Read(ctx, {Action::kUse}, [this, req, resp](const Caller&) {
-    *resp = controller_.Validate(*req);
+  return Read(ctx, {Action::kUse}, [this, req, resp](const Allowed& allowed) {
+    auto validated = controller_.Validate(allowed, *req);
+    if (!validated.ok()) return validated.status();
+    *resp = std::move(*validated);
     return absl::OkStatus();
   });
 }
@@ -250,8 +252,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,
                                                    const v1::GetSweepRequest* req,
                                                    v1::GetSweepResponse* resp) {
-  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Caller&) {
-    auto sweep = controller_.GetSweep(req->sweep_id());
+  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto sweep = controller_.GetSweep(allowed, req->sweep_id());
     if (!sweep.ok()) return sweep.status();
     *resp->mutable_sweep() = std::move(*sweep);
     return absl::OkStatus();
@@ -261,9 +263,10 @@ grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HpoServiceImpl::ListSweeps(grpc::CallbackServerContext* ctx,
                                                      const v1::ListSweepsRequest* req,
                                                      v1::ListSweepsResponse* resp) {
-  return Read(ctx, {Action::kUse}, [this, req, resp](const Caller& caller) {
-    for (auto& s : controller_.ListSweeps(req->active_only(), &caller))
-      *resp->add_sweeps() = std::move(s);
+  return Read(ctx, {Action::kUse}, [this, req, resp](const Allowed& allowed) {
+    auto sweeps = controller_.ListSweeps(allowed, req->active_only());
+    if (!sweeps.ok()) return sweeps.status();
+    for (auto& s : *sweeps) *resp->add_sweeps() = std::move(s);
     return absl::OkStatus();
   });
 }
@@ -357,8 +360,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::RemoveSweep(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext* ctx,
                                                      const v1::ListTrialsRequest* req,
                                                      v1::ListTrialsResponse* resp) {
-  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Caller&) {
-    auto trials = controller_.ListTrials(*req);
+  return Read(ctx, {Action::kView, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto trials = controller_.ListTrials(allowed, *req);
     if (!trials.ok()) return trials.status();
     for (auto& t : *trials) *resp->add_trials() = std::move(t);
     return absl::OkStatus();
@@ -368,8 +371,8 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ListTrials(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* HpoServiceImpl::GetTrial(grpc::CallbackServerContext* ctx,
                                                    const v1::GetTrialRequest* req,
                                                    v1::GetTrialResponse* resp) {
-  return Read(ctx, {Action::kView, 0, req->trial_id()}, [this, req, resp](const Caller&) {
-    auto trial = controller_.GetTrial(*req);
+  return Read(ctx, {Action::kView, 0, req->trial_id()}, [this, req, resp](const Allowed& allowed) {
+    auto trial = controller_.GetTrial(allowed, *req);
     if (!trial.ok()) return trial.status();
     *resp = std::move(*trial);
     return absl::OkStatus();
@@ -385,8 +388,10 @@ grpc::ServerUnaryReactor* HpoServiceImpl::TailTrialLog(grpc::CallbackServerConte
   // The controller says where the log is; the file is read on the trial files' thread, so a
   // slow shared file system holds up this reply only.
   controller_.Post([this, reactor, req, resp, caller = std::move(*caller)]() -> Controller::Done {
-    absl::Status s = controller_.Authorize(caller, {Action::kView, 0, req->trial_id()});
-    absl::StatusOr<std::string> dir = s.ok() ? controller_.TrialDir(req->trial_id()) : s;
+    absl::StatusOr<Allowed> allowed =
+        controller_.Allow(caller, {Action::kView, 0, req->trial_id()});
+    absl::StatusOr<std::string> dir =
+        allowed.ok() ? controller_.TrialDir(*allowed, req->trial_id()) : allowed.status();
     return [this, reactor, req, resp, dir = std::move(dir)](const absl::Status&) {
       if (!dir.ok()) {
         reactor->Finish(ToGrpc(dir.status()));
@@ -447,8 +452,9 @@ grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackSe
   std::shared_ptr<WatchSink> sink = reactor->sink();
   controller_.Post(
       [this, sweep_id, since, sink, caller = std::move(*caller)]() -> Controller::Done {
-        absl::Status s = controller_.Authorize(caller, {Action::kView, sweep_id});
-        if (s.ok()) s = controller_.Watch(sweep_id, since, sink);
+        absl::StatusOr<Allowed> allowed = controller_.Allow(caller, {Action::kView, sweep_id});
+        absl::Status s =
+            allowed.ok() ? controller_.Watch(*allowed, sweep_id, since, sink) : allowed.status();
         if (!s.ok()) sink->Close(s);
         return nullptr;
       });

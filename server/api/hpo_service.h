@@ -83,17 +83,15 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   std::optional<Caller> Authorized(grpc::CallbackServerContext* ctx,
                                    grpc::ServerUnaryReactor* reactor) const;
   // Posts the gate's decision on `need` and, when it allows, `fn(allowed)` (returning
-  // absl::Status, filling the response; Read's `fn` gets the caller); finishes after commit.
-  // `writes` false (a read): the reply does not depend on the batch's commit, so reads still work
-  // while hpod cannot write its store.
+  // absl::Status, filling the response); finishes after commit. `writes` false (Read): the reply
+  // does not depend on the batch's commit, so reads still work while hpod cannot write its
+  // store.
   template <typename Fn>
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, Need need, Fn fn,
                                 bool writes = true);
   template <typename Fn>
   grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Need need, Fn fn) {
-    return Run(
-        ctx, need, [fn = std::move(fn)](const Allowed& allowed) { return fn(allowed.caller()); },
-        false);
+    return Run(ctx, need, std::move(fn), false);
   }
 
   Controller& controller_;

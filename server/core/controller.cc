@@ -94,7 +94,9 @@ v1::Sweep Controller::View(const Sweep& sweep, bool with_spec) const {
   return SweepView(sweep, with_spec, clock_.Now());
 }
 
-v1::ValidateSweepResponse Controller::Validate(const v1::ValidateSweepRequest& req) {
+absl::StatusOr<v1::ValidateSweepResponse> Controller::Validate(
+    const Allowed& allowed, const v1::ValidateSweepRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kUse, 0));
   v1::ValidateSweepResponse resp;
   PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
   for (const std::string& e : planned.errors) resp.add_errors(e);
@@ -227,17 +229,21 @@ absl::StatusOr<std::vector<TrialRecord>> Controller::WarmStartTrials(const Sweep
   return out;
 }
 
-absl::StatusOr<v1::Sweep> Controller::GetSweep(int64_t sweep_id) const {
+absl::StatusOr<v1::Sweep> Controller::GetSweep(const Allowed& allowed, int64_t sweep_id) const {
+  RETURN_IF_ERROR(Within(allowed, Action::kView, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   return View(*sweep, /*with_spec=*/true);
 }
 
-std::vector<v1::Sweep> Controller::ListSweeps(bool active_only, const Caller* caller) const {
+absl::StatusOr<std::vector<v1::Sweep>> Controller::ListSweeps(const Allowed& allowed,
+                                                              bool active_only) const {
+  RETURN_IF_ERROR(Within(allowed, Action::kUse, 0));
   std::vector<v1::Sweep> out;
   for (const auto& [id, sweep] : table_.sweeps()) {
     if (active_only && sweep->Final()) continue;
     SweepRef ref{id, sweep->rec.owner};
-    if (caller != nullptr && !server::Authorize(*caller, Action::kView, &ref).ok()) continue;
+    if (!allowed.anything_ && !server::Authorize(allowed.caller(), Action::kView, &ref).ok())
+      continue;
     out.push_back(View(*sweep));
   }
   return out;
@@ -255,6 +261,14 @@ absl::Status Controller::Authorize(const Caller& caller, const Need& need) const
   if (sweep == nullptr) return server::Authorize(caller, need.action);
   SweepRef ref{sweep->rec.id, sweep->rec.owner};
   return server::Authorize(caller, need.action, &ref);
+}
+
+absl::StatusOr<CoreReads> Controller::Read(const Allowed& allowed) const {
+  const Need& need = allowed.need();
+  if (!allowed.anything_ && need.action != Action::kView && need.action != Action::kMetrics) {
+    return absl::InternalError("the gate ruled on a call that reads nothing of the core");
+  }
+  return CoreReads{table_, store_, backend_, clock_.Now()};
 }
 
 absl::StatusOr<Allowed> Controller::Allow(const Caller& caller, const Need& need) const {
@@ -470,12 +484,15 @@ absl::StatusOr<std::vector<std::string>> Controller::Remove(const Allowed& allow
 }
 
 absl::StatusOr<std::vector<v1::Trial>> Controller::ListTrials(
-    const v1::ListTrialsRequest& req) const {
+    const Allowed& allowed, const v1::ListTrialsRequest& req) const {
+  RETURN_IF_ERROR(Within(allowed, Action::kView, req.sweep_id()));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(req.sweep_id()));
   return TrialsView(*sweep, req, clock_.Now());
 }
 
-absl::StatusOr<v1::GetTrialResponse> Controller::GetTrial(const v1::GetTrialRequest& req) {
+absl::StatusOr<v1::GetTrialResponse> Controller::GetTrial(const Allowed& allowed,
+                                                          const v1::GetTrialRequest& req) {
+  RETURN_IF_ERROR(Within(allowed, Action::kView, 0, req.trial_id()));
   auto [sweep, trial] = table_.FindTrial(req.trial_id());
   if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", req.trial_id()));
   v1::GetTrialResponse resp;
@@ -493,7 +510,8 @@ absl::StatusOr<v1::GetTrialResponse> Controller::GetTrial(const v1::GetTrialRequ
   return resp;
 }
 
-absl::StatusOr<std::string> Controller::TrialDir(int64_t trial_id) const {
+absl::StatusOr<std::string> Controller::TrialDir(const Allowed& allowed, int64_t trial_id) const {
+  RETURN_IF_ERROR(Within(allowed, Action::kView, 0, trial_id));
   auto [sweep, trial] = table_.FindTrial(trial_id);
   if (trial == nullptr) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
   return trial->rec.trial_dir;
@@ -505,8 +523,9 @@ absl::StatusOr<std::string> Controller::TrialTokenForTest(int64_t trial_id) cons
   return trial->rec.token;
 }
 
-absl::Status Controller::Watch(int64_t sweep_id, int64_t since_seq,
+absl::Status Controller::Watch(const Allowed& allowed, int64_t sweep_id, int64_t since_seq,
                                std::shared_ptr<EventSink> sink) {
+  RETURN_IF_ERROR(Within(allowed, Action::kView, sweep_id));
   ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
   return events_.Subscribe(sweep_id, since_seq, std::move(sink), sweep->Final());
 }

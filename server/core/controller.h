@@ -129,13 +129,17 @@ class Controller {
   void RunOnce() { loop_.RunOnce(); }
 
   // --- controller thread only ---
-  v1::ValidateSweepResponse Validate(const v1::ValidateSweepRequest& req);
+  // Every verb, reading or changing, takes what the gate allowed (Allow) and acts only within
+  // it: another action, sweep or trial than the gate ruled on is refused (INTERNAL).
+  [[nodiscard]] absl::StatusOr<v1::ValidateSweepResponse> Validate(
+      const Allowed& allowed, const v1::ValidateSweepRequest& req);
   // The sweep is the caller's (SweepRecord::owner).
   [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const Allowed& allowed,
                                                  const v1::SubmitSweepRequest& req);
-  [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id) const;
-  // Every sweep, or with `caller` set only those the caller may see.
-  std::vector<v1::Sweep> ListSweeps(bool active_only, const Caller* caller = nullptr) const;
+  [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(const Allowed& allowed, int64_t sweep_id) const;
+  // The sweeps the caller may view (a kUse ruling).
+  [[nodiscard]] absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(const Allowed& allowed,
+                                                                  bool active_only) const;
   // The gate (server/auth.h) that every front door passes a call through before acting: OK,
   // NOT_FOUND for a sweep or trial that is not there, PERMISSION_DENIED saying why.
   [[nodiscard]] absl::Status Authorize(const Caller& caller, const Need& need) const;
@@ -144,8 +148,7 @@ class Controller {
   // The owner, on every sweep: for tests, fuzzers and benchmarks that drive the controller
   // without a front door. Never used by one.
   static Allowed AllowedForTest();
-  // The changing verbs: each takes what the gate allowed, and refuses (INTERNAL) a call outside
-  // it (another action, sweep or trial than the gate ruled on).
+  // The changing verbs.
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(const Allowed& allowed, int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(const Allowed& allowed, int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(const Allowed& allowed, int64_t sweep_id);
@@ -166,10 +169,13 @@ class Controller {
   // Ask and tell (`backend: external`): TrialLifecycle::Ask and Tell.
   [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(const Allowed& allowed, int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Trial> Tell(const Allowed& allowed, const v1::TellRequest& req);
+  // The reading verbs: kView on the sweep or trial they read.
   [[nodiscard]] absl::StatusOr<std::vector<v1::Trial>> ListTrials(
-      const v1::ListTrialsRequest& req) const;
-  [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& req);
-  [[nodiscard]] absl::StatusOr<std::string> TrialDir(int64_t trial_id) const;
+      const Allowed& allowed, const v1::ListTrialsRequest& req) const;
+  [[nodiscard]] absl::StatusOr<v1::GetTrialResponse> GetTrial(const Allowed& allowed,
+                                                              const v1::GetTrialRequest& req);
+  [[nodiscard]] absl::StatusOr<std::string> TrialDir(const Allowed& allowed,
+                                                     int64_t trial_id) const;
   // A trial's reporting token, for in-process tools (the fuzzer); never served over the API.
   [[nodiscard]] absl::StatusOr<std::string> TrialTokenForTest(int64_t trial_id) const;
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
@@ -178,13 +184,14 @@ class Controller {
   }
   // Sends the sweep's committed events after since_seq (none when it is negative), then live
   // ones until the sweep ends.
-  [[nodiscard]] absl::Status Watch(int64_t sweep_id, int64_t since_seq,
+  [[nodiscard]] absl::Status Watch(const Allowed& allowed, int64_t sweep_id, int64_t since_seq,
                                    std::shared_ptr<EventSink> sink);
   // True when no sweep is RUNNING or PAUSED.
   bool AllSweepsEnded() const { return table_.AllEnded(); }
   // What readers outside the core see of it now (server/core/reads.h): the dashboard's views
-  // and /metrics.
-  CoreReads Read() const { return CoreReads{table_, store_, backend_, clock_.Now()}; }
+  // of the sweep or trial the gate allowed viewing (kView), and /metrics (kMetrics), which
+  // shows only the sweeps its caller may view.
+  [[nodiscard]] absl::StatusOr<CoreReads> Read(const Allowed& allowed) const;
 
   // Thread-safe: what the front doors measure (a report's latency).
   Telemetry& telemetry() { return *telemetry_; }

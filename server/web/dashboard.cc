@@ -461,7 +461,7 @@ void Dashboard::Routes() {
   // A view: `fn` runs on the controller's thread once the gate allows `action` on the sweep or
   // trial in the path (`on`); it gets the query's parameters, copied.
   enum class On { kNothing, kSweep, kTrial };
-  using View = std::function<absl::StatusOr<json>(const Params&, int64_t id, const Caller&)>;
+  using View = std::function<absl::StatusOr<json>(const Params&, int64_t id, const Allowed&)>;
   auto view = [&](const std::string& pattern, On on, View fn) {
     s.Get(pattern, [this, on, fn](const httplib::Request& req, httplib::Response& res) {
       std::optional<Visitor> visitor = Authorize(req, res);
@@ -473,9 +473,9 @@ void Dashboard::Routes() {
             OnController(controller_,
                          [this, fn, need, id, params = req.params,
                           caller = std::move(visitor->caller)]() -> absl::StatusOr<json> {
-                           if (absl::Status a = controller_.Authorize(caller, need); !a.ok())
-                             return a;
-                           return fn(params, id, caller);
+                           absl::StatusOr<Allowed> allowed = controller_.Allow(caller, need);
+                           if (!allowed.ok()) return allowed.status();
+                           return fn(params, id, *allowed);
                          }));
     });
   };
@@ -485,59 +485,66 @@ void Dashboard::Routes() {
       Reply(req, res, json{{"user", visitor->caller.user}, {"csrf", visitor->csrf}});
     }
   });
-  view("/api/sweeps", On::kNothing, [this](const Params&, int64_t, const Caller& c) {
-    json out = json::array();
-    for (const v1::Sweep& sweep : controller_.ListSweeps(false, &c))
-      out.push_back(ProtoJson(sweep));
-    return absl::StatusOr<json>(std::move(out));
-  });
+  view("/api/sweeps", On::kNothing,
+       [this](const Params&, int64_t, const Allowed& allowed) -> absl::StatusOr<json> {
+         absl::StatusOr<std::vector<v1::Sweep>> sweeps = controller_.ListSweeps(allowed, false);
+         if (!sweeps.ok()) return sweeps.status();
+         json out = json::array();
+         for (const v1::Sweep& sweep : *sweeps) out.push_back(ProtoJson(sweep));
+         return out;
+       });
   view("/api/sweeps/(\\d+)", On::kSweep,
-       [this](const Params&, int64_t id, const Caller& c) -> absl::StatusOr<json> {
-         absl::StatusOr<v1::Sweep> sweep = controller_.GetSweep(id);
+       [this](const Params&, int64_t id, const Allowed& allowed) -> absl::StatusOr<json> {
+         absl::StatusOr<v1::Sweep> sweep = controller_.GetSweep(allowed, id);
          if (!sweep.ok()) return sweep.status();
          json out = ProtoJson(*sweep);
          // Whether the page offers the actions: an operator's, or the owner's.
-         out["can_operate"] = controller_.Authorize(c, {Action::kOperate, id}).ok();
+         out["can_operate"] = controller_.Authorize(allowed.caller(), {Action::kOperate, id}).ok();
          return out;
        });
-  view("/api/sweeps/(\\d+)/trials", On::kSweep,
-       [this](const Params& p, int64_t id, const Caller&) -> absl::StatusOr<json> {
+  // A view drawn from what the core lets its readers see (DashboardData over CoreReads).
+  using DataView =
+      std::function<absl::StatusOr<json>(const DashboardData&, const Params&, int64_t id)>;
+  auto data = [&](const std::string& pattern, On on, DataView fn) {
+    view(pattern, on,
+         [this, fn](const Params& p, int64_t id, const Allowed& allowed) -> absl::StatusOr<json> {
+           absl::StatusOr<CoreReads> reads = controller_.Read(allowed);
+           if (!reads.ok()) return reads.status();
+           return fn(DashboardData(*reads), p, id);
+         });
+  };
+  data("/api/sweeps/(\\d+)/trials", On::kSweep,
+       [](const DashboardData& d, const Params& p, int64_t id) -> absl::StatusOr<json> {
          absl::StatusOr<TrialQuery> q = QueryOf(p);
          if (!q.ok()) return q.status();
-         return DashboardData(controller_.Read()).Trials(id, *q);
+         return d.Trials(id, *q);
        });
-  view("/api/sweeps/(\\d+)/curves", On::kSweep, [this](const Params& p, int64_t id, const Caller&) {
-    std::vector<int64_t> ids;
-    for (absl::string_view t : absl::StrSplit(Param(p, "trials"), ',', absl::SkipEmpty())) {
-      int64_t v = 0;
-      if (absl::SimpleAtoi(t, &v)) ids.push_back(v);
-    }
-    return DashboardData(controller_.Read())
-        .Curves(id, ids, static_cast<int>(IntParam(p, "max", 50)),
-                static_cast<int>(IntParam(p, "points", 200)));
-  });
-  view("/api/sweeps/(\\d+)/objective", On::kSweep,
-       [this](const Params& p, int64_t id, const Caller&) {
-         return DashboardData(controller_.Read())
-             .Objective(id, static_cast<int>(IntParam(p, "max", 2000)));
+  data("/api/sweeps/(\\d+)/curves", On::kSweep,
+       [](const DashboardData& d, const Params& p, int64_t id) {
+         std::vector<int64_t> ids;
+         for (absl::string_view t : absl::StrSplit(Param(p, "trials"), ',', absl::SkipEmpty())) {
+           int64_t v = 0;
+           if (absl::SimpleAtoi(t, &v)) ids.push_back(v);
+         }
+         return d.Curves(id, ids, static_cast<int>(IntParam(p, "max", 50)),
+                         static_cast<int>(IntParam(p, "points", 200)));
        });
-  view("/api/sweeps/(\\d+)/parallel", On::kSweep,
-       [this](const Params& p, int64_t id, const Caller&) {
-         return DashboardData(controller_.Read())
-             .Parallel(id, static_cast<int>(IntParam(p, "max", 1000)));
+  data("/api/sweeps/(\\d+)/objective", On::kSweep,
+       [](const DashboardData& d, const Params& p, int64_t id) {
+         return d.Objective(id, static_cast<int>(IntParam(p, "max", 2000)));
        });
-  view("/api/sweeps/(\\d+)/importance", On::kSweep,
-       [this](const Params&, int64_t id, const Caller&) {
-         return DashboardData(controller_.Read()).Importance(id);
+  data("/api/sweeps/(\\d+)/parallel", On::kSweep,
+       [](const DashboardData& d, const Params& p, int64_t id) {
+         return d.Parallel(id, static_cast<int>(IntParam(p, "max", 1000)));
        });
-  view("/api/sweeps/(\\d+)/timeline", On::kSweep,
-       [this](const Params& p, int64_t id, const Caller&) {
-         return DashboardData(controller_.Read())
-             .Timeline(id, static_cast<int>(IntParam(p, "max", 2000)));
+  data("/api/sweeps/(\\d+)/importance", On::kSweep,
+       [](const DashboardData& d, const Params&, int64_t id) { return d.Importance(id); });
+  data("/api/sweeps/(\\d+)/timeline", On::kSweep,
+       [](const DashboardData& d, const Params& p, int64_t id) {
+         return d.Timeline(id, static_cast<int>(IntParam(p, "max", 2000)));
        });
-  view("/api/trials/(\\d+)", On::kTrial, [this](const Params& p, int64_t id, const Caller&) {
-    return DashboardData(controller_.Read())
-        .Trial(id, static_cast<int>(IntParam(p, "points", 500)));
+  data("/api/trials/(\\d+)", On::kTrial, [](const DashboardData& d, const Params& p, int64_t id) {
+    return d.Trial(id, static_cast<int>(IntParam(p, "points", 500)));
   });
   s.Get("/api/trials/(\\d+)/log", [this](const httplib::Request& req, httplib::Response& res) {
     std::optional<Visitor> visitor = Authorize(req, res);
@@ -600,13 +607,13 @@ void Dashboard::Routes() {
   s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     std::optional<Visitor> visitor = Authorize(req, res, /*bearer_ok=*/true);
     if (!visitor) return;
-    if (absl::Status a = server::Authorize(visitor->caller, Action::kMetrics); !a.ok()) {
-      Reply(req, res, a);
-      return;
-    }
     absl::StatusOr<json> text = OnController(
         controller_, [this, caller = std::move(visitor->caller)]() -> absl::StatusOr<json> {
-          return json(metrics_.TextFor(controller_.Read(), caller));
+          absl::StatusOr<Allowed> allowed = controller_.Allow(caller, {Action::kMetrics});
+          if (!allowed.ok()) return allowed.status();
+          absl::StatusOr<CoreReads> reads = controller_.Read(*allowed);
+          if (!reads.ok()) return reads.status();
+          return json(metrics_.TextFor(*reads, allowed->caller()));
         });
     if (!text.ok()) {
       Reply(req, res, text.status());
@@ -620,9 +627,9 @@ void Dashboard::Log(const httplib::Request& req, httplib::Response& res, const C
   int64_t id = IdOf(req);
   absl::StatusOr<json> dir =
       OnController(controller_, [this, id, caller]() -> absl::StatusOr<json> {
-        if (absl::Status a = controller_.Authorize(caller, {Action::kView, 0, id}); !a.ok())
-          return a;
-        absl::StatusOr<std::string> d = controller_.TrialDir(id);
+        absl::StatusOr<Allowed> allowed = controller_.Allow(caller, {Action::kView, 0, id});
+        if (!allowed.ok()) return allowed.status();
+        absl::StatusOr<std::string> d = controller_.TrialDir(*allowed, id);
         if (!d.ok()) return d.status();
         return json(*d);
       });
@@ -666,8 +673,9 @@ void Dashboard::Events(const httplib::Request& req, httplib::Response& res, cons
     streams_.push_back(sink);
   }
   absl::StatusOr<json> watched = OnController(controller_, [=, this]() -> absl::StatusOr<json> {
-    if (absl::Status a = controller_.Authorize(caller, {Action::kView, id}); !a.ok()) return a;
-    if (absl::Status w = controller_.Watch(id, since, sink); !w.ok()) return w;
+    absl::StatusOr<Allowed> allowed = controller_.Allow(caller, {Action::kView, id});
+    if (!allowed.ok()) return allowed.status();
+    if (absl::Status w = controller_.Watch(*allowed, id, since, sink); !w.ok()) return w;
     return json();
   });
   if (!watched.ok()) {

@@ -99,7 +99,8 @@ absl::StatusOr<int64_t> TestDaemon::Submit(const std::string& yaml, const std::s
 std::vector<v1::Trial> TestDaemon::Trials(int64_t sweep_id) {
   v1::ListTrialsRequest req;
   req.set_sweep_id(sweep_id);
-  return controller_->ListTrials(req).value_or(std::vector<v1::Trial>{});
+  return controller_->ListTrials(server::Controller::AllowedForTest(), req)
+      .value_or(std::vector<v1::Trial>{});
 }
 
 std::map<std::string, int> TestDaemon::Counts(int64_t sweep_id) {

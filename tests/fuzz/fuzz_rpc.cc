@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (kind) {
     case 0: {
       v1::ValidateSweepRequest r;
-      if (Parse(r, data, size)) (void)c.Validate(r);
+      if (Parse(r, data, size)) (void)c.Validate(server::Controller::AllowedForTest(), r);
       break;
     }
     case 1: {
@@ -60,12 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 3: {
       v1::ListTrialsRequest r;
-      if (Parse(r, data, size)) (void)c.ListTrials(r);
+      if (Parse(r, data, size)) (void)c.ListTrials(server::Controller::AllowedForTest(), r);
       break;
     }
     case 4: {
       v1::GetTrialRequest r;
-      if (Parse(r, data, size)) (void)c.GetTrial(r);
+      if (Parse(r, data, size)) (void)c.GetTrial(server::Controller::AllowedForTest(), r);
       break;
     }
     case 5: {
@@ -88,12 +88,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 8: {
       v1::GetSweepRequest r;
-      if (Parse(r, data, size)) (void)c.GetSweep(r.sweep_id());
+      if (Parse(r, data, size))
+        (void)c.GetSweep(server::Controller::AllowedForTest(), r.sweep_id());
       break;
     }
     case 9: {
       v1::ListSweepsRequest r;
-      if (Parse(r, data, size)) (void)c.ListSweeps(r.active_only());
+      if (Parse(r, data, size))
+        (void)c.ListSweeps(server::Controller::AllowedForTest(), r.active_only());
       break;
     }
     default:

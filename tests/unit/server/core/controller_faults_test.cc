@@ -88,7 +88,8 @@ TEST_F(ControllerFaultsTest,
   EXPECT_EQ(trials[2].state(), v1::TRIAL_STATE_LOST) << "not the configuration's fault";
   EXPECT_EQ(trials[3].retry_of(), trials[2].id());
   EXPECT_EQ(trials[3].state(), v1::TRIAL_STATE_COMPLETED);
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(daemon_->backend().failed(), 2);
 }
 
@@ -99,7 +100,8 @@ TEST_F(ControllerFaultsTest, AStopTheBackendRefusesLeavesTheTrialToEndOnItsOwn) 
   EXPECT_EQ(daemon_->simulated().Running(), 1) << "the stop was refused";
   daemon_->RunUntilEnded();
   EXPECT_EQ(Trials(id)[0].state(), v1::TRIAL_STATE_CANCELED);
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_CANCELED);
 }
 
 // The store refuses a commit (disk full): the batch's replies say UNAVAILABLE, hpod takes no
@@ -133,7 +135,8 @@ TEST_F(ControllerFaultsTest, ACommitFailureRefusesNewWorkUntilTheStoreRecovers) 
   ASSERT_TRUE(PostReport(third).ok());
   EXPECT_EQ(daemon_->ReportRows(), 3);
   daemon_->RunUntilEnded();
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Trials(id).size(), 3u);
   EXPECT_EQ(Trials(id)[0].report_count(), 3);
 }
@@ -166,7 +169,8 @@ TEST_F(ControllerFaultsTest, AdoptNotFoundLosesARunningTrialAndRequeuesAPendingO
   EXPECT_EQ(trials[1].state(), v1::TRIAL_STATE_COMPLETED);
   EXPECT_EQ(trials[2].retry_of(), trials[0].id());
   EXPECT_EQ(trials[2].state(), v1::TRIAL_STATE_COMPLETED);
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
 }
 
 // A daemon killed at any instant has recorded every decision it acted on. A trial told to stop

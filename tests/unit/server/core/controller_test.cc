@@ -80,7 +80,8 @@ class ControllerTest : public ::testing::Test {
     EXPECT_EQ(after[0].step(), 4);  // rebuilt from the stored reports
     EXPECT_EQ(after[0].objective(), 0.3);
     RunUntilEnded();
-    EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+    EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+              v1::SWEEP_STATE_COMPLETED);
     auto counts = Counts(id);
     EXPECT_EQ(counts["LOST"], 2);
     EXPECT_EQ(counts["COMPLETED"], 4);  // the sweep's 4 configurations, two of them retried
@@ -102,7 +103,7 @@ TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
     daemon_->clock().Advance(absl::Seconds(1));
   }
   EXPECT_EQ(max_running, 3);
-  auto sweep = *controller().GetSweep(id);
+  auto sweep = *controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 10}}));
   for (const auto& t : Trials(id)) {
@@ -137,7 +138,7 @@ TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
   ASSERT_TRUE(Report(a, {{"loss", 0.6}}, 10).ok());
   ASSERT_TRUE(Report(b, {{"loss", 0.5}}).ok());
   RunUntilEnded();
-  auto t = *controller().GetTrial([&] {
+  auto t = *controller().GetTrial(server::Controller::AllowedForTest(), [&] {
     v1::GetTrialRequest q;
     q.set_trial_id(a);
     q.set_include_reports(true);
@@ -147,7 +148,7 @@ TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
   EXPECT_EQ(t.trial().step(), 10);
   EXPECT_EQ(t.reports_size(), 3);
   EXPECT_EQ(t.trial().last_metrics().at("acc"), 0.8);
-  auto sweep = *controller().GetSweep(id);
+  auto sweep = *controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.best_trial_id(), b);
   EXPECT_EQ(sweep.best_objective(), 0.5);
 }
@@ -228,7 +229,7 @@ TEST_F(ControllerTest, TooManyFailuresFailTheSweep) {
   };
   int64_t id = Submit(Spec(20, 2, "", "{metric: loss, direction: minimize}", ", max_failed: 3"));
   RunUntilEnded();
-  auto sweep = *controller().GetSweep(id);
+  auto sweep = *controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_FAILED);
   EXPECT_THAT(sweep.message(), ::testing::HasSubstr("max_failed"));
   auto counts = Counts(id);
@@ -254,7 +255,8 @@ TEST_F(ControllerTest, LostTrialsAreRetriedAsInfrastructureFailures) {
   EXPECT_EQ(trials[1].retry_of(), trials[0].id());
   EXPECT_EQ(trials[1].attempt(), 2);
   EXPECT_EQ(trials[1].params().at("x").float_value(), trials[0].params().at("x").float_value());
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Counts(id)["COMPLETED"], 3);
 }
 
@@ -272,7 +274,8 @@ TEST_F(ControllerTest, CancelStopsRunningTrialsAndIgnoresTheRest) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->state(), v1::SWEEP_STATE_RUNNING);  // still winding down
   RunUntilEnded();
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_CANCELED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_CANCELED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"CANCELED", 4}}));
   EXPECT_EQ(daemon_->simulated().Running(), 0);
   EXPECT_TRUE(
@@ -293,7 +296,8 @@ TEST_F(ControllerTest, TheChangingVerbsActOnlyWithinWhatTheGateAllowed) {
   // A door that asked about one sweep and acts on another is refused, and nothing changes.
   absl::StatusOr<v1::Sweep> other = controller().Pause(*allowed, two);
   EXPECT_EQ(other.status().code(), absl::StatusCode::kInternal) << other.status();
-  EXPECT_EQ(controller().GetSweep(two)->state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), two)->state(),
+            v1::SWEEP_STATE_RUNNING);
   // ... or does another thing than it asked for.
   v1::SubmitSweepRequest req;
   req.set_spec_yaml(Spec(1, 1));
@@ -303,6 +307,45 @@ TEST_F(ControllerTest, TheChangingVerbsActOnlyWithinWhatTheGateAllowed) {
   EXPECT_TRUE(
       absl::IsPermissionDenied(controller().Allow(alice, {Action::kOperate, two}).status()));
   EXPECT_TRUE(absl::IsPermissionDenied(controller().Allow(alice, {Action::kSubmit}).status()));
+}
+
+TEST_F(ControllerTest, TheReadingVerbsReadOnlyWhatTheGateAllowed) {
+  int64_t one = Submit(Spec(10, 2));
+  int64_t two = Submit(Spec(10, 2));
+  controller().RunOnce();
+  int64_t trial_of_two = Trials(two)[0].id();
+  Caller bob;
+  bob.user = "bob";
+  bob.sweeps[one] = Role::kViewer;
+  absl::StatusOr<Allowed> view_one = controller().Allow(bob, {Action::kView, one});
+  ASSERT_TRUE(view_one.ok()) << view_one.status();
+  EXPECT_TRUE(controller().GetSweep(*view_one, one).ok());
+  v1::ListTrialsRequest trials;
+  trials.set_sweep_id(one);
+  EXPECT_TRUE(controller().ListTrials(*view_one, trials).ok());
+  EXPECT_TRUE(controller().Read(*view_one).ok());
+  // A door that asked to view sweep one and reads sweep two, or a trial, is refused.
+  EXPECT_EQ(controller().GetSweep(*view_one, two).status().code(), absl::StatusCode::kInternal);
+  trials.set_sweep_id(two);
+  EXPECT_EQ(controller().ListTrials(*view_one, trials).status().code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(controller().TrialDir(*view_one, trial_of_two).status().code(),
+            absl::StatusCode::kInternal);
+  v1::GetTrialRequest get;
+  get.set_trial_id(trial_of_two);
+  EXPECT_EQ(controller().GetTrial(*view_one, get).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(controller().Watch(*view_one, two, 0, nullptr).code(), absl::StatusCode::kInternal);
+  // The list shows only what the caller may view; a ruling to list reads nothing of the core.
+  absl::StatusOr<Allowed> use = controller().Allow(bob, {Action::kUse});
+  ASSERT_TRUE(use.ok());
+  absl::StatusOr<std::vector<v1::Sweep>> listed = controller().ListSweeps(*use, false);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].id(), one);
+  EXPECT_EQ(controller().Read(*use).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(controller().ListSweeps(*view_one, false).status().code(), absl::StatusCode::kInternal);
+  // The gate says no to what the role does not reach.
+  EXPECT_TRUE(absl::IsPermissionDenied(controller().Allow(bob, {Action::kView, two}).status()));
 }
 
 TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
@@ -328,7 +371,7 @@ TEST_F(ControllerTest, GoalEndsTheSweepAndStopsTheOthers) {
   EXPECT_EQ(r->action(), v1::ReportResponse::ACTION_STOP);
   EXPECT_THAT(r->reason(), ::testing::HasSubstr("reached the goal"));
   RunUntilEnded();
-  auto sweep = *controller().GetSweep(id);
+  auto sweep = *controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_GOAL_REACHED);
   EXPECT_EQ(sweep.best_trial_id(), trials[1].id());
   EXPECT_EQ(Trials(id).size(), 3u);  // no trial started after the goal
@@ -403,7 +446,7 @@ TEST_F(ControllerTest, WallTimeEndsTheSweep) {
       Submit(absl::StrCat("parameters: {x: [1, 2, 3]}\nobjective: {metric: m, direction: max}\n",
                           "command: t\nbudget: {max_concurrent: 2, wall_time: 15m}\n"));
   RunUntilEnded();
-  auto sweep = *controller().GetSweep(id);
+  auto sweep = *controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.state(), v1::SWEEP_STATE_TIMED_OUT);
   auto counts = Counts(id);
   EXPECT_EQ(counts["COMPLETED"], 2);
@@ -422,12 +465,12 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
     daemon_->clock().Advance(absl::Seconds(1));
   }
   auto early = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(controller().Watch(id, 0, early).ok());
+  ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, 0, early).ok());
   size_t replayed = early->events.size();
   EXPECT_GT(replayed, 3u);
   // A negative since_seq: nothing of the past, only what comes next.
   auto only_new = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(controller().Watch(id, -1, only_new).ok());
+  ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, -1, only_new).ok());
   EXPECT_TRUE(only_new->events.empty());
   RunUntilEnded();
   ASSERT_TRUE(only_new->closed.has_value());
@@ -445,14 +488,15 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   // Resuming from the middle gives exactly the rest.
   auto resumed = std::make_shared<RecordingSink>();
   int64_t mid = early->events[replayed / 2].seq();
-  ASSERT_TRUE(controller().Watch(id, mid, resumed).ok());
+  ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, mid, resumed).ok());
   ASSERT_TRUE(resumed->closed.has_value());
   EXPECT_EQ(resumed->events.size(), early->events.size() - replayed / 2 - 1);
   EXPECT_EQ(resumed->events.back().seq(), last.seq());
-  EXPECT_TRUE(absl::IsNotFound(controller().Watch(id + 9, 0, resumed)));
+  EXPECT_TRUE(absl::IsNotFound(
+      controller().Watch(server::Controller::AllowedForTest(), id + 9, 0, resumed)));
   // An ended sweep's new events: none, and the stream ends at once.
   auto after_end = std::make_shared<RecordingSink>();
-  ASSERT_TRUE(controller().Watch(id, -1, after_end).ok());
+  ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, -1, after_end).ok());
   EXPECT_TRUE(after_end->events.empty());
   ASSERT_TRUE(after_end->closed.has_value());
   EXPECT_TRUE(after_end->closed->ok());
@@ -504,7 +548,8 @@ TEST_F(ControllerTest, ResumableTrialsContinueAsTheirNextSegment) {
   ASSERT_TRUE(Report(first, {{"loss", 0.85}}, 2).ok());
   ASSERT_TRUE(Report(first, {{"loss", 0.5}}, 3).ok());
   RunUntilEnded();
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   auto trials = Trials(id);
   ASSERT_EQ(trials.size(), 2u);  // no retry: the same trial went on
   const v1::Trial& t = trials[0];
@@ -626,14 +671,16 @@ TEST_F(ControllerTest, TimeLimitIsGivenToTheBackendAndFinishedTrialsSetTheNeed) 
   const LaunchSpec& l = daemon_->simulated().launched().back();
   EXPECT_EQ(l.resources.time_limit, absl::Minutes(2));  // Slurm counts minutes
   EXPECT_EQ(l.resources.needs, absl::Minutes(2));
-  EXPECT_EQ(controller().GetSweep(limited)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), limited)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   // Without a limit, a trial needs as long as the longest finished one took (10 s here).
   int64_t open = Submit(Spec(2, 1));
   RunUntilEnded();
   const auto& launched = daemon_->simulated().launched();
   EXPECT_EQ(launched[launched.size() - 2].resources.needs, absl::ZeroDuration());
   EXPECT_EQ(launched.back().resources.needs, absl::Seconds(10));
-  EXPECT_EQ(controller().GetSweep(open)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), open)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   // A resumable one continues elsewhere: it needs time to work as long as its grace, and the
   // grace.
   Submit(Spec(2, 1, kResumable));
@@ -651,7 +698,8 @@ std::vector<std::string> ParamsOf(const std::vector<v1::Trial>& trials) {
 TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFromTheStart) {
   int64_t id = Submit(Spec(4, 2));
   RunUntilEnded();
-  ASSERT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  ASSERT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   v1::ExtendSweepRequest req;
   req.set_sweep_id(id);
   req.set_add_trials(4);
@@ -663,7 +711,8 @@ TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFrom
   EXPECT_EQ(extended->max_concurrent(), 3);
   EXPECT_THAT(extended->message(), ::testing::HasSubstr("extended by the user: trials 8"));
   RunUntilEnded();
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Counts(id), (std::map<std::string, int>{{"COMPLETED", 8}}));
   // The same seed gives the same eight points as a sweep of 8 from the start.
   int64_t whole = Submit(Spec(8, 2));
@@ -671,8 +720,9 @@ TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFrom
   EXPECT_EQ(ParamsOf(Trials(id)), ParamsOf(Trials(whole)));
   // The change is stored: a restart plans the sweep with it.
   ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
-  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 8);
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->max_trials(), 8);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
 }
 
 // A change whose reply was lost (hpod died after the commit) is sent again with its key: it is
@@ -694,7 +744,7 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   other.set_add_trials(4);
   absl::StatusOr<v1::Sweep> clash = controller().Extend(Controller::AllowedForTest(), other);
   EXPECT_TRUE(absl::IsInvalidArgument(clash.status())) << clash.status();
-  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 5);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->max_trials(), 5);
 
   v1::EnqueueRequest enqueue;
   enqueue.set_sweep_id(id);
@@ -716,7 +766,7 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   extend.clear_request_id();
   ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
   ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
-  EXPECT_EQ(controller().GetSweep(id)->max_trials(), 11);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->max_trials(), 11);
 }
 
 TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
@@ -729,7 +779,7 @@ TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
     absl::StatusOr<v1::Sweep> s = controller().Extend(Controller::AllowedForTest(), r);
     EXPECT_FALSE(s.ok());
     EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr(says)) << s.status();
-    v1::Sweep now = *controller().GetSweep(id);
+    v1::Sweep now = *controller().GetSweep(server::Controller::AllowedForTest(), id);
     EXPECT_EQ(now.state(), v1::SWEEP_STATE_COMPLETED);
     EXPECT_EQ(now.max_trials(), 2);
   };
@@ -813,7 +863,8 @@ TEST_F(ControllerTest, EnqueuedConfigurationsRunFirstAndCountTowardTheBudget) {
   EXPECT_THAT(
       std::string(controller().Enqueue(Controller::AllowedForTest(), bad).status().message()),
       ::testing::HasSubstr("no value for parameter 'k'"));
-  EXPECT_EQ(controller().GetSweep(id)->state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
+            v1::SWEEP_STATE_COMPLETED);
   EXPECT_EQ(Trials(id).size(), 5u);
 }
 
@@ -856,7 +907,8 @@ TEST_F(ControllerTest, WarmStartFeedsTheSamplerWithTheCompatibleTrialsOfAnEarlie
     EXPECT_TRUE(trials[i].has_objective());
     EXPECT_THAT(trials[i].message(), ::testing::HasSubstr(absl::StrCat("from sweep ", old)));
   }
-  EXPECT_EQ(controller().GetSweep(id)->best_trial_id(), 0) << "not run here: not its best";
+  EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->best_trial_id(), 0)
+      << "not run here: not its best";
   RunUntilEnded();
   EXPECT_EQ(daemon_->simulated().launched().size(), 8u + 2u) << "only its own two ran";
   // They stay what they are across a restart.

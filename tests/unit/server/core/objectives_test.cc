@@ -61,7 +61,7 @@ class ObjectivesTest : public ::testing::Test {
   std::vector<v1::Trial> Ranked(int64_t sweep) {
     v1::ListTrialsRequest req;
     req.set_sweep_id(sweep);
-    return *daemon_.controller().ListTrials(req);
+    return *daemon_.controller().ListTrials(server::Controller::AllowedForTest(), req);
   }
   fakes::TestDaemon daemon_;
 };
@@ -111,7 +111,7 @@ TEST_F(ObjectivesTest, RanksAndTheFrontAreTheRuleAsWrittenAndSurviveARestart) {
       EXPECT_TRUE(trials[completed[n]].feasible()) << "an infeasible trial on the front";
     }
   }
-  v1::Sweep sweep = *daemon_.controller().GetSweep(id);
+  v1::Sweep sweep = *daemon_.controller().GetSweep(server::Controller::AllowedForTest(), id);
   EXPECT_EQ(sweep.pareto_front_size(), on_front);
   EXPECT_EQ(sweep.best_trial_id(), 0) << "several objectives: no single best";
   EXPECT_EQ(sweep.objectives_size(), 2);
@@ -119,10 +119,15 @@ TEST_F(ObjectivesTest, RanksAndTheFrontAreTheRuleAsWrittenAndSurviveARestart) {
   v1::ListTrialsRequest front;
   front.set_sweep_id(id);
   front.set_pareto(true);
-  EXPECT_EQ(static_cast<int64_t>(daemon_.controller().ListTrials(front)->size()), on_front);
+  EXPECT_EQ(
+      static_cast<int64_t>(
+          daemon_.controller().ListTrials(server::Controller::AllowedForTest(), front)->size()),
+      on_front);
 
   ASSERT_TRUE(daemon_.Restart(/*crash=*/true).ok());
-  EXPECT_EQ(daemon_.controller().GetSweep(id)->pareto_front_size(), on_front);
+  EXPECT_EQ(
+      daemon_.controller().GetSweep(server::Controller::AllowedForTest(), id)->pareto_front_size(),
+      on_front);
   std::vector<v1::Trial> again = Ranked(id);
   for (size_t i = 0; i < trials.size(); ++i)
     EXPECT_EQ(again[i].pareto_rank(), trials[i].pareto_rank());

@@ -34,7 +34,9 @@ class UsageTest : public ::testing::Test {
       controller().RunOnce();
     }
   }
-  v1::Sweep Sweep(int64_t id) { return *controller().GetSweep(id); }
+  v1::Sweep Sweep(int64_t id) {
+    return *controller().GetSweep(server::Controller::AllowedForTest(), id);
+  }
   Controller& controller() { return daemon_.controller(); }
   fakes::TestDaemon daemon_;
 };

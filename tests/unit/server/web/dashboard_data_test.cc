@@ -56,14 +56,17 @@ class DashboardDataTest : public ::testing::Test {
 TEST_F(DashboardDataTest, TheObjectiveChartKeepsEveryNewBestPastItsLimit) {
   const int64_t id = RunSweep();
   absl::StatusOr<nlohmann::json> all =
-      DashboardData(daemon_.controller().Read()).Objective(id, 2000);
+      DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+          .Objective(id, 2000);
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ((*all)["total"], 120);
   ASSERT_EQ((*all)["points"].size(), 120u);
   double lowest = 1e9;
   for (const auto& p : (*all)["points"]) lowest = std::min(lowest, p[1].get<double>());
 
-  absl::StatusOr<nlohmann::json> few = DashboardData(daemon_.controller().Read()).Objective(id, 30);
+  absl::StatusOr<nlohmann::json> few =
+      DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+          .Objective(id, 30);
   ASSERT_TRUE(few.ok()) << few.status();
   EXPECT_EQ((*few)["total"], 120);
   const nlohmann::json& points = (*few)["points"];
@@ -89,14 +92,17 @@ TEST_F(DashboardDataTest, TheObjectiveChartKeepsEveryNewBestPastItsLimit) {
 TEST_F(DashboardDataTest, TheParallelCoordinatesKeepTheBestHalfPastTheirLimit) {
   const int64_t id = RunSweep();
   absl::StatusOr<nlohmann::json> all =
-      DashboardData(daemon_.controller().Read()).Parallel(id, 1000);
+      DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+          .Parallel(id, 1000);
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ((*all)["trials"].size(), 120u);
   std::vector<double> losses;
   for (const auto& t : (*all)["trials"]) losses.push_back(t[1].get<double>());
   std::sort(losses.begin(), losses.end());
 
-  absl::StatusOr<nlohmann::json> few = DashboardData(daemon_.controller().Read()).Parallel(id, 30);
+  absl::StatusOr<nlohmann::json> few =
+      DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+          .Parallel(id, 30);
   ASSERT_TRUE(few.ok()) << few.status();
   EXPECT_EQ((*few)["total"], 120);
   ASSERT_EQ((*few)["trials"].size(), 30u);
@@ -107,9 +113,15 @@ TEST_F(DashboardDataTest, TheParallelCoordinatesKeepTheBestHalfPastTheirLimit) {
 }
 
 TEST_F(DashboardDataTest, AnUnknownSweepIsNotFound) {
-  EXPECT_EQ(DashboardData(daemon_.controller().Read()).Objective(99, 10).status().code(),
+  EXPECT_EQ(DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+                .Objective(99, 10)
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(DashboardData(daemon_.controller().Read()).Parallel(99, 10).status().code(),
+  EXPECT_EQ(DashboardData(daemon_.controller().Read(server::Controller::AllowedForTest()).value())
+                .Parallel(99, 10)
+                .status()
+                .code(),
             absl::StatusCode::kNotFound);
 }
 
