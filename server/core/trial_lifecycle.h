@@ -12,8 +12,9 @@
 // One class, a file per concern: trial_lifecycle.cc (saves, events, progress),
 // _schedule.cc (scheduling, backfill, new trials, hour budgets, launch specs), _dirs.cc (trial
 // directories ahead), _ends.cc (backend events, ends, segments), _stops.cc (stops, a sweep's
-// end, shutdown), _external.cc (ask and tell). The sweep's counts and queues change through its
-// verbs (sweep.h).
+// end, shutdown), _external.cc (ask and tell), each with its own tests
+// (tests/unit/server/core/trial_lifecycle*_test.cc). The sweep's counts and queues change
+// through its verbs (sweep.h).
 //
 // Threads: the controller's thread only (inside a batch).
 // Errors: none returned; a backend or store refusal ends the trial (FAILED when it is the
