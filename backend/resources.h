@@ -1,12 +1,15 @@
 #pragma once
-// What a trial asks for (Resources), where it runs (Placement), and an allocation's use
-// (AllocationUsage): the values a sweep file declares, every backend reads and the store keeps.
+// What a trial asks for (Resources), where it runs (Placement, with what only its backend reads),
+// and an allocation's use (AllocationUsage): the values a sweep file declares, every backend
+// reads and the store keeps.
 // Plain values, no behaviour: the sweep-file parser and the store use them without linking any
 // backend.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 
@@ -27,31 +30,31 @@ struct Resources {
   absl::Duration needs = absl::ZeroDuration();
 };
 
-// The allocations hpod holds for a sweep in Slurm `steps` mode (the sweep's `slurm.allocation`).
-// The sweep spec fills every field from the trials' resources when the file leaves it out.
-struct AllocationShape {
-  int nodes = 1;
-  int gpus_per_node = 0;
-  int cpus_per_node = 1;
-  int64_t memory_mb = 0;  // per node; 0: the site's default. Steps get an even share per CPU.
-  int max = 1;            // allocations the pool may grow to
-  absl::Duration idle_timeout = absl::Seconds(30);  // an allocation with no steps goes after this
-  uint32_t job = 0;  // not 0: use this running job of the user's (salloc, sbatch) instead;
-                     // hpod neither requests more nor cancels it
+// What one backend reads of where a trial runs, beyond its name (the Slurm backend's partition
+// and allocation shape, slurm_backend/slurm_placement.h): defined by that backend, carried as is
+// by everything else.
+struct BackendPlacement {
+  virtual ~BackendPlacement() = default;
+  // The backend these settings are for ("slurm").
+  virtual std::string_view Backend() const = 0;
+  // True when that backend runs the trials in allocations it holds for the sweep, which the site
+  // charges whether trials run in them or not.
+  virtual bool InAllocations() const { return false; }
 };
 
-// Where a trial runs: which backend, and on a Slurm cluster where (the sweep's `slurm:`
-// section, which the local backend ignores).
+// Where a trial runs: which backend, and what that backend alone reads (the sweep file's
+// section for it, e.g. `slurm:`).
 struct Placement {
   // The backend that runs the trial ("local", "slurm"; the sweep's `backend:`): a Router hands
   // the trial to it. Empty: the daemon's default. A single backend ignores it.
   std::string backend;
-  std::string mode = "steps";  // "steps": steps in allocations hpod holds; "jobs": a job per trial
-  std::string partition, account, qos, constraint, reservation;
-  int time_limit_minutes = 0;  // 0: the partition's default (per allocation, or per trial job)
-  AllocationShape allocation;  // steps mode
-  bool exclusive = false;      // whole nodes (sbatch --exclusive)
-  std::string comment, licenses;
+  // Its backend's own settings, shared and never changed once made; null: that backend's
+  // defaults. A backend reads only settings of its own kind.
+  std::shared_ptr<const BackendPlacement> details;
+  // True when the backend named runs trials in allocations it holds (see BackendPlacement).
+  bool InAllocations(std::string_view resolved_backend) const {
+    return details != nullptr && details->Backend() == resolved_backend && details->InAllocations();
+  }
 };
 
 // An allocation a backend holds for a sweep (Slurm steps mode): its trials run in it, and the

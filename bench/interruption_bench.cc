@@ -207,12 +207,13 @@ Efficiency RunPool(int trials, double queue_minutes, double limit_hours, unsigne
   hpo::fakes::FakeSlurm api(canceled);
   hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
   slurm::AllocationPool pool(api, clock, "bench");
-  hpo::backend::Placement p;
-  p.time_limit_minutes = static_cast<int>(limit_hours * 60);
-  p.allocation.gpus_per_node = 8;
-  p.allocation.cpus_per_node = 8;
-  p.allocation.max = 4;
-  p.allocation.idle_timeout = absl::Minutes(5);
+  slurm::SlurmPlacement settings;
+  settings.time_limit_minutes = static_cast<int>(limit_hours * 60);
+  settings.allocation.gpus_per_node = 8;
+  settings.allocation.cpus_per_node = 8;
+  settings.allocation.max = 4;
+  settings.allocation.idle_timeout = absl::Minutes(5);
+  const hpo::backend::Placement p = slurm::OnSlurm(settings);
   const absl::Duration grace = absl::Minutes(2), dt = absl::Seconds(10);
   pool.NoteCheckpointGrace(1, grace);
   struct Work {
@@ -250,13 +251,13 @@ Efficiency RunPool(int trials, double queue_minutes, double limit_hours, unsigne
       if (s.state == slurm::JobState::kPending &&
           now - submitted[job] >= absl::Minutes(queue_minutes)) {
         s.submit_time = submitted[job];
-        api.Run(job, absl::StrCat("n", job), now, now + absl::Minutes(p.time_limit_minutes));
+        api.Run(job, absl::StrCat("n", job), now, now + absl::Minutes(settings.time_limit_minutes));
         ++e.allocations;
       } else if (s.state == slurm::JobState::kRunning && now >= s.end_time) {
         s.state = slurm::JobState::kTimeout;
       }
       if (s.state == slurm::JobState::kRunning) {
-        e.alloc_gpu_hours += p.allocation.gpus_per_node * absl::ToDoubleHours(dt);
+        e.alloc_gpu_hours += settings.allocation.gpus_per_node * absl::ToDoubleHours(dt);
       }
     }
     std::map<uint32_t, const slurm::JobStatus*> by_id;

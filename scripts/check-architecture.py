@@ -24,6 +24,7 @@ DOC = os.path.join(ROOT, "docs", "architecture.md")
 SKIP_DIRS = {"build", "build-fuzz", "build-noslurm", "bench", "examples", ".git", "node_modules"}
 # Headers that belong to a target other than their folder's first library.
 HEADER_OWNERS = {"backend/resources.h": "hpo_backend_types",
+                 "slurm_backend/slurm_placement.h": "hpo_slurm_placement",
                  "tests/fakes/fake_slurm.h": "hpo_fake_slurm"}
 # Header-only headers any target may include without linking their folder's library.
 HEADER_ONLY = {"common/layout.h", "backend/shim_signals.h"}

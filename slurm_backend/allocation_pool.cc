@@ -14,7 +14,8 @@ using backend::Grant;
 using backend::Placement;
 using backend::Resources;
 
-void ApplyPlacement(const Placement& p, JobRequest& r) {
+void ApplyPlacement(const Placement& placement, JobRequest& r) {
+  const SlurmPlacement& p = SlurmOf(placement);
   r.partition = p.partition;
   r.account = p.account;
   r.qos = p.qos;
@@ -27,7 +28,7 @@ void ApplyPlacement(const Placement& p, JobRequest& r) {
 }
 
 JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Placement& p) {
-  const backend::AllocationShape& a = p.allocation;
+  const AllocationShape& a = SlurmOf(p).allocation;
   JobRequest r;
   r.name = name;
   r.script = absl::StrCat("#!/bin/sh\n# hpod holds this allocation for sweep ", sweep_id,
@@ -113,7 +114,7 @@ std::optional<AllocationPool::Placed> AllocationPool::Place(int64_t trial_id, in
     lease.grants.push_back(std::move(*g));  // PickNodes checked that it fits
     placed.nodes.push_back(a->nodes[static_cast<size_t>(i)]);
   }
-  const backend::AllocationShape& shape = a->placement.allocation;
+  const AllocationShape& shape = SlurmOf(a->placement).allocation;
   placed.mem_per_cpu_mb =
       shape.memory_mb > 0 ? shape.memory_mb / std::max(1, shape.cpus_per_node) : 0;
   ++a->steps;
@@ -130,7 +131,7 @@ void AllocationPool::Adopt(int64_t trial_id, uint32_t job_id, int64_t sweep_id, 
     a.job_id = job_id;
     a.sweep_id = sweep_id;
     a.placement = p;
-    a.external = p.allocation.job == job_id;
+    a.external = SlurmOf(p).allocation.job == job_id;
     a.since = clock_.Now();
     spdlog::info("sweep {}: re-adopted Slurm allocation {}", sweep_id, job_id);
   }
@@ -226,7 +227,7 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
         if (waits.size() > 3) waits.erase(waits.begin());
       }
       a.nodes = api_.ExpandHostlist(st.nodes);
-      const backend::AllocationShape& shape = a.placement.allocation;
+      const AllocationShape& shape = SlurmOf(a.placement).allocation;
       a.room.assign(a.nodes.size(),
                     backend::ResourcePool(shape.gpus_per_node, shape.cpus_per_node));
       a.since = clock_.Now();
@@ -346,7 +347,7 @@ void AllocationPool::OpenUsage(Allocation& a, const JobStatus* st) {
   }
   a.usage.sweep_id = a.sweep_id;
   a.usage.nodes = static_cast<int>(a.nodes.size());
-  a.usage.gpus = a.usage.nodes * a.placement.allocation.gpus_per_node;
+  a.usage.gpus = a.usage.nodes * SlurmOf(a.placement).allocation.gpus_per_node;
   a.usage.ends_at = a.ends_at;
   a.usage.ended_at.reset();
   usage_out_.push_back(a.usage);
@@ -379,12 +380,12 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
     held += !a.ending;
     on_its_way |= !a.running;
   }
-  if (on_its_way || held >= placement.allocation.max) return false;
+  if (on_its_way || held >= SlurmOf(placement).allocation.max) return false;
   Allocation a;
   a.sweep_id = sweep_id;
   a.placement = placement;
   a.since = now;
-  if (uint32_t job = placement.allocation.job; job != 0) {
+  if (uint32_t job = SlurmOf(placement).allocation.job; job != 0) {
     if (allocs_.count(job)) return false;  // another sweep uses it now; this one waits its turn
     a.job_id = job;
     a.external = true;
@@ -402,7 +403,7 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
   retry_submit_at_.erase(sweep_id);
   a.job_id = *id;
   spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1,
-               placement.allocation.max);
+               SlurmOf(placement).allocation.max);
   allocs_[*id] = std::move(a);
   return true;
 }
@@ -479,7 +480,7 @@ bool AllocationPool::Resize() {
       } else if (demand_.count(a.sweep_id) && a.running) {
         a.since = now;  // trials wait for a bigger hole than this one has now
       } else if (demand_.count(a.sweep_id) == 0 &&
-                 now - a.since >= a.placement.allocation.idle_timeout) {
+                 now - a.since >= SlurmOf(a.placement).allocation.idle_timeout) {
         Erase(it, "idle");
       }
     }

@@ -48,6 +48,7 @@
 #include "backend/resource_pool.h"
 #include "common/clock.h"
 #include "slurm_backend/slurm_api.h"
+#include "slurm_backend/slurm_placement.h"
 
 namespace hpo::slurm {
 

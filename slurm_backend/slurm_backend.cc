@@ -217,7 +217,7 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
 }
 
 absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
-  if (p.mode == "jobs") {
+  if (SlurmOf(p).mode == "jobs") {
     LaunchSpec probe;
     probe.argv = {"true"};
     probe.workdir = "/tmp";
@@ -228,7 +228,7 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
     req.environment = {"HPO_PROBE=1"};
     return api_->WillRun(req);
   }
-  const backend::AllocationShape& a = p.allocation;
+  const AllocationShape& a = SlurmOf(p).allocation;
   if (r.nodes > a.nodes || r.gpus > a.gpus_per_node ||
       r.cpus * r.tasks_per_node > a.cpus_per_node) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -257,7 +257,7 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
 }
 
 bool SlurmBackend::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
-  if (p.mode == "jobs") return true;  // Slurm queues the job
+  if (SlurmOf(p).mode == "jobs") return true;  // Slurm queues the job
   return pool_.CanPlace(sweep_id, r, p);
 }
 
@@ -267,10 +267,10 @@ absl::Status SlurmBackend::Launch(const LaunchSpec& spec) {
   }
   Queued q;
   q.spec = spec;
-  if (spec.placement.mode != "jobs" && spec.checkpoint_signal > 0) {
+  if (SlurmOf(spec.placement).mode != "jobs" && spec.checkpoint_signal > 0) {
     pool_.NoteCheckpointGrace(spec.sweep_id, spec.checkpoint_grace);
   }
-  if (spec.placement.mode != "jobs") {  // a step takes its room in an allocation now
+  if (SlurmOf(spec.placement).mode != "jobs") {  // a step takes its room in an allocation now
     std::optional<AllocationPool::Placed> placed =
         pool_.Place(spec.trial_id, spec.sweep_id, spec.resources);
     if (!placed) {
@@ -306,7 +306,7 @@ SlurmBackend::Job SlurmBackend::NewJob(uint32_t job_id, const LaunchSpec& spec) 
   job.stop_signal = spec.stop_signal;
   job.checkpoint_signal = spec.checkpoint_signal;
   job.checkpoint_grace = spec.checkpoint_grace;
-  job.time_limit = absl::Minutes(spec.placement.time_limit_minutes);
+  job.time_limit = absl::Minutes(SlurmOf(spec.placement).time_limit_minutes);
   return job;
 }
 
@@ -365,7 +365,7 @@ void SlurmBackend::Act() {
   std::map<int64_t, Queued> launches;
   launches.swap(queued_);
   for (auto& [trial_id, q] : launches) {
-    if (q.spec.placement.mode == "jobs") {
+    if (SlurmOf(q.spec.placement).mode == "jobs") {
       StartJob(q.spec);
     } else {
       StartStep(q.spec, q.placed);
@@ -391,7 +391,7 @@ std::string SlurmBackend::StepBackendId(const Step& s) const {
 
 absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
   if (auto q = queued_.find(trial_id); q != queued_.end()) {  // never started: it ends now
-    if (q->second.spec.placement.mode != "jobs") pool_.Release(trial_id, clock_.Now());
+    if (SlurmOf(q->second.spec.placement).mode != "jobs") pool_.Release(trial_id, clock_.Now());
     queued_.erase(q);
     events_.push_back(BackendEvent::StoppedBeforeStart(trial_id, clock_.Now()));
     return absl::OkStatus();

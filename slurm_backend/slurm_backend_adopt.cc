@@ -36,9 +36,9 @@ absl::Status SlurmBackend::Adopt(const LaunchSpec& spec, const std::string& back
   if (jobs_.count(spec.trial_id) || steps_.count(spec.trial_id)) {
     return absl::AlreadyExistsError(absl::StrCat("trial ", spec.trial_id, " already runs"));
   }
-  if (spec.placement.mode != "jobs") live_sweeps_[spec.sweep_id] = spec.placement;
-  return spec.placement.mode == "jobs" ? AdoptJob(spec, backend_id)
-                                       : AdoptStep(spec, backend_id, gpus);
+  if (SlurmOf(spec.placement).mode != "jobs") live_sweeps_[spec.sweep_id] = spec.placement;
+  return SlurmOf(spec.placement).mode == "jobs" ? AdoptJob(spec, backend_id)
+                                                : AdoptStep(spec, backend_id, gpus);
 }
 
 absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& backend_id) {

@@ -57,8 +57,8 @@ Usage MeasureUsage(const Sweep& sweep, absl::Time now) {
     }
   }
   const SweepSpec& spec = sweep.spec();
-  u.in_allocations = !sweep.allocations().empty() ||
-                     (sweep.rec.backend == "slurm" && spec.placement.mode == "steps");
+  u.in_allocations =
+      !sweep.allocations().empty() || spec.placement.InAllocations(sweep.rec.backend);
   for (const auto& [id, a] : sweep.allocations()) {
     double held = Seconds(a.started_at, a.ended_at.value_or(now));
     u.allocation_gpu_seconds += held * a.gpus;

@@ -349,12 +349,12 @@ std::optional<int> SignalNumber(const std::string& text) {
   return std::nullopt;
 }
 
-void Parser::Slurm(const YAML::Node& node, SweepSpec& spec) {
+void Parser::Slurm(const YAML::Node& node) {
   if (!ExpectMap(node, "slurm")) return;
   CheckKeys(node, "slurm",
             {"mode", "partition", "account", "qos", "constraint", "reservation", "time_limit",
              "allocation", "exclusive", "comment", "licenses"});
-  backend::Placement& p = spec.placement;
+  slurm::SlurmPlacement& p = slurm_;
   if (node["mode"]) {
     p.mode = String(node["mode"], "slurm mode").value_or("");
     if (p.mode != "jobs" && p.mode != "steps")
@@ -438,8 +438,8 @@ std::optional<int64_t> Parser::MemoryMb(const std::string& text) {
 
 // Steps mode: the allocation's shape, from the file where it says so and else from the trials.
 void Parser::ResolveAllocation(SweepSpec& spec) {
-  backend::Placement& p = spec.placement;
-  backend::AllocationShape& a = p.allocation;
+  slurm::SlurmPlacement& p = slurm_;
+  slurm::AllocationShape& a = p.allocation;
   const backend::Resources& r = spec.resources;  // gpus is the largest a trial asks for
   a.nodes = allocation_nodes_.value_or(r.nodes);
   a.gpus_per_node = allocation_gpus_.value_or(r.gpus);
@@ -582,7 +582,7 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
 }
 
 void Parser::CheckTimes(const YAML::Node& root, const SweepSpec& spec) {
-  const backend::Placement& p = spec.placement;
+  const slurm::SlurmPlacement& p = slurm_;
   if (p.time_limit_minutes <= 0) return;
   absl::Duration limit = absl::Minutes(p.time_limit_minutes);
   const YAML::Node slurm = root["slurm"];
@@ -677,7 +677,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   if (root["budget"]) Budget_(root["budget"], spec);
   if (root["resources"]) Resources(root["resources"], spec);
-  if (root["slurm"]) Slurm(root["slurm"], spec);
+  if (root["slurm"]) Slurm(root["slurm"]);
   // Where it runs: as the file says; a sweep with a slurm: section asks for Slurm; else the
   // daemon's default (left empty here).
   if (root["backend"]) {
@@ -690,6 +690,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   if (spec.gpu_options.empty()) spec.gpu_options = {spec.resources.gpus};
   ResolveAllocation(spec);
+  spec.placement.details = std::make_shared<const slurm::SlurmPlacement>(slurm_);
   if (root["algorithm"]) Algorithm(root["algorithm"], spec);
   if (spec.algorithm.name == "pbt" && spec.budget.max_concurrent > spec.algorithm.population) {
     Error(root["budget"] ? root["budget"] : root,

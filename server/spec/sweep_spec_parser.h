@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "common/duration.h"
 #include "server/spec/sweep_spec.h"
+#include "slurm_backend/slurm_placement.h"
 #include "yaml-cpp/yaml.h"
 
 namespace hpo::server::spec_parse {
@@ -121,6 +122,8 @@ class Parser {
     return i;
   }
 
+  // The sweep's `slurm:` section as parsed; Top hands it to the spec's placement.
+  slurm::SlurmPlacement slurm_;
   std::optional<int> allocation_nodes_, allocation_gpus_, allocation_cpus_, allocation_max_;
   YAML::Node allocation_node_;
   static std::optional<int64_t> MemoryMb(const std::string& text);
@@ -185,7 +188,8 @@ class Parser {
   void Budget_(const YAML::Node& node, SweepSpec& spec);
   void Resources(const YAML::Node& node, SweepSpec& spec);
   void Algorithm(const YAML::Node& node, SweepSpec& spec);
-  void Slurm(const YAML::Node& node, SweepSpec& spec);
+  // The `slurm:` section, into slurm_.
+  void Slurm(const YAML::Node& node);
   void EarlyStopping(const YAML::Node& node, SweepSpec& spec);
   void Checkpoint(const YAML::Node& node, SweepSpec& spec);
   void Enqueue(const YAML::Node& node, SweepSpec& spec);

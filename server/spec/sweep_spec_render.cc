@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/shell_quote.h"
 #include "server/spec/sweep_spec.h"
+#include "slurm_backend/slurm_placement.h"
 
 namespace hpo::server {
 
@@ -129,8 +130,9 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
                     " before an allocation or job ends; continued from {checkpoint_in} up to ",
                     checkpoint.max_segments, " segments");
   }
-  if (placement.mode == "steps") {
-    const backend::AllocationShape& a = placement.allocation;
+  const slurm::SlurmPlacement& on_slurm = slurm::SlurmOf(placement);
+  if (on_slurm.mode == "steps") {
+    const slurm::AllocationShape& a = on_slurm.allocation;
     absl::StrAppend(&out, "\nslurm steps mode (with --backend slurm): up to ", a.max,
                     " allocation(s) of ", a.nodes, " node(s) x ", a.gpus_per_node, " GPU(s), ",
                     a.cpus_per_node, " CPU(s)");

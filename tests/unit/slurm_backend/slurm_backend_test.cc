@@ -71,7 +71,7 @@ class SlurmStepsTest : public ::testing::Test {
     s.trial_dir = dir_ + "/t" + std::to_string(trial);
     EXPECT_TRUE(MakeDirs(s.trial_dir).ok());
     s.resources.gpus = gpus;
-    s.placement = placement_;
+    s.placement = Where();
     return s;
   }
   Resources Gpus(int n) {
@@ -101,7 +101,7 @@ class SlurmStepsTest : public ::testing::Test {
   }
   // A running allocation for sweep 1 on `nodes`; returns its job id.
   uint32_t Allocate(const std::string& nodes) {
-    EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+    EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
     backend_->Poll();  // requests it
     uint32_t id = slurm_->next_id - 1;
     slurm_->Run(id, nodes);
@@ -113,11 +113,13 @@ class SlurmStepsTest : public ::testing::Test {
   FakeClock clock_;
   FakeSlurm* slurm_ = nullptr;
   std::unique_ptr<SlurmBackend> backend_;
-  Placement placement_;
+  // The sweep's `slurm:` settings; Where() is the placement they make.
+  slurm::SlurmPlacement placement_;
+  Placement Where() const { return slurm::OnSlurm(placement_); }
 };
 
 TEST_F(SlurmStepsTest, RequestsOneAllocationAtATimeShapedByTheSweep) {
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   ASSERT_EQ(slurm_->jobs.size(), 1u);
   const JobRequest& req = slurm_->jobs.begin()->second.req;
@@ -127,32 +129,32 @@ TEST_F(SlurmStepsTest, RequestsOneAllocationAtATimeShapedByTheSweep) {
   EXPECT_EQ(req.cpus_per_task, 1);
   EXPECT_THAT(req.script, HasSubstr("sleep infinity"));
   // Still pending: asking again does not request a second one.
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 1u);
   slurm_->Run(100, "n1");
   backend_->Poll();
-  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_));
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(5), placement_));
-  EXPECT_FALSE(backend_->CanLaunch(2, Gpus(1), placement_)) << "another sweep's allocation";
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), Where()));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(5), Where()));
+  EXPECT_FALSE(backend_->CanLaunch(2, Gpus(1), Where())) << "another sweep's allocation";
 }
 
 TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
   uint32_t job = Allocate("n1");
   ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sleep", "5"}, 2)).ok());
   ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(2, {"sleep", "5"}, 1)).ok());
-  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), placement_));
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(2), placement_));  // 1 GPU left
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), Where()));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(2), Where()));  // 1 GPU left
   ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(3, {"sleep", "5"}, 1)).ok());
   EXPECT_TRUE(absl::IsResourceExhausted(fakes::LaunchNow(*backend_, Spec(4, {"true"}, 1))));
   // The full allocation makes the pool grow, once, to max = 2.
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u);
   slurm_->Run(101, "n2");
   backend_->Poll();
   ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(4, {"sleep", "5"}, 4)).ok());
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u) << "max is 2";
   auto started = [&] {  // srun stand-ins that logged their options (one "--jobid=" each)
@@ -262,7 +264,7 @@ TEST_F(SlurmStepsTest, ReleasesIdleAllocationsAndAllWhenTheSweepEnds) {
   backend_->Poll();
   EXPECT_TRUE(slurm_->canceled.empty()) << "still within idle_timeout";
   // A waiting trial keeps it.
-  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(1), Where()));
   clock_.Advance(absl::Seconds(2));
   backend_->Poll();
   EXPECT_THAT(slurm_->canceled, Contains(job));
@@ -276,7 +278,7 @@ TEST_F(SlurmStepsTest, ReleasesIdleAllocationsAndAllWhenTheSweepEnds) {
 // releases it, or to the end slurmctld gives it; one that never ran costs nothing.
 TEST_F(SlurmStepsTest, ReportsWhatEachAllocationCostsFromItsStartToItsEnd) {
   absl::Time t0 = clock_.Now();
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   EXPECT_TRUE(PollUsage().empty()) << "requested, not running";
   clock_.Advance(absl::Seconds(5));
   slurm_->Run(100, "n1,n2", t0 + absl::Seconds(3), t0 + absl::Hours(1));
@@ -303,7 +305,7 @@ TEST_F(SlurmStepsTest, ReportsWhatEachAllocationCostsFromItsStartToItsEnd) {
   EXPECT_TRUE(PollUsage().empty()) << "once";
 
   // One that slurmctld ends (its time limit) ends when slurmctld says.
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   uint32_t second = slurm_->next_id - 1;
   slurm_->Run(second, "n1", clock_.Now(), clock_.Now() + absl::Minutes(1));
@@ -317,7 +319,7 @@ TEST_F(SlurmStepsTest, ReportsWhatEachAllocationCostsFromItsStartToItsEnd) {
   EXPECT_EQ(u[0].ended_at, clock_.Now() - absl::Seconds(50));
 
   // One canceled while pending never ran: nothing to count.
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();
   backend_->SweepEnded(1);
   EXPECT_TRUE(PollUsage().empty());
@@ -358,14 +360,14 @@ TEST_F(SlurmStepsTest, ARestartEndsTheRecordsOfAllocationsThatEndedMeanwhile) {
   EXPECT_EQ(by_id["slurm:62"].ended_at, now - absl::Minutes(10)) << "its time limit";
   EXPECT_EQ(by_id["slurm:63"].ended_at, now);
   EXPECT_TRUE(canceled_.empty());
-  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_)) << "60 is the sweep's again";
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), Where())) << "60 is the sweep's again";
 }
 
 TEST_F(SlurmStepsTest, NeverCancelsTheUsersOwnAllocation) {
   slurm_->jobs[42] = {JobRequest{}, {42, JobState::kRunning, 0, "n1", "interactive"}};
   placement_.allocation.job = 42;
-  EXPECT_TRUE(backend_->CheckFits(Gpus(2), placement_).ok());
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_TRUE(backend_->CheckFits(Gpus(2), Where()).ok());
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   backend_->Poll();  // adopts it
   backend_->Poll();  // sees it run
   EXPECT_EQ(slurm_->jobs.size(), 1u) << "nothing requested";
@@ -386,12 +388,12 @@ TEST_F(SlurmStepsTest, ARestartTakesBackTheAllocationsOfItsSweeps) {
   EXPECT_TRUE(absl::IsNotFound(backend_->Adopt(Spec(1, {"true"}, 1), "", "")));
   backend_->Poll();
   EXPECT_EQ(canceled_, std::vector<uint32_t>{51}) << "sweep 9 is not run by this daemon";
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_)) << "still pending";
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where())) << "still pending";
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 3u) << "no second allocation while the old one is on its way";
   slurm_->Run(50, "n1");
   backend_->Poll();
-  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), placement_));
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), Where()));
   EXPECT_EQ(slurm_->jobs.size(), 3u);
 }
 
@@ -461,7 +463,7 @@ class SlurmCheckpointTest : public SlurmStepsTest {
   }
   // A running allocation for sweep 1 that waited `wait` in the queue and ends `left` from now.
   uint32_t AllocateUntil(absl::Duration left, absl::Duration wait = absl::Seconds(5)) {
-    EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+    EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
     backend_->Poll();  // requests it
     uint32_t id = slurm_->next_id - 1;
     slurm_->jobs[id].status.submit_time = clock_.Now() - wait;
@@ -538,13 +540,13 @@ TEST_F(SlurmCheckpointTest, PlacesTrialsOnlyWhereTheyHaveTheTimeTheyNeed) {
   AllocateUntil(absl::Minutes(10));
   Resources r = Gpus(1);
   r.needs = absl::Minutes(20);
-  EXPECT_FALSE(backend_->CanLaunch(1, r, placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, r, Where()));
   r.needs = absl::Minutes(5);
-  EXPECT_TRUE(backend_->CanLaunch(1, r, placement_));
+  EXPECT_TRUE(backend_->CanLaunch(1, r, Where()));
   // Late in the allocation the five minutes are not there any more: a new allocation is asked
   // for.
   clock_.Advance(absl::Minutes(6));
-  EXPECT_FALSE(backend_->CanLaunch(1, r, placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, r, Where()));
   backend_->Poll();
   EXPECT_EQ(slurm_->jobs.size(), 2u);
 }
@@ -584,7 +586,7 @@ TEST_F(SlurmCheckpointTest, APreemptedAllocationTakesNoStepsAndItsStepsCheckpoin
   backend_->Act();  // the signal goes once the request is recorded
   ASSERT_EQ(slurm_->signals.size(), 1u);
   EXPECT_EQ(slurm_->signals[0].signal, SIGUSR1);
-  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), placement_));
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
   auto ends = WaitEnds(1);
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kLost);
@@ -656,15 +658,15 @@ TEST_F(SlurmCheckpointTest, JobsAreWarnedBySlurmAndTheirCheckpointedEndIsAnInter
 }
 
 TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
-  EXPECT_TRUE(backend_->CheckFits(Gpus(4), placement_).ok());
-  absl::Status s = backend_->CheckFits(Gpus(5), placement_);
+  EXPECT_TRUE(backend_->CheckFits(Gpus(4), Where()).ok());
+  absl::Status s = backend_->CheckFits(Gpus(5), Where());
   EXPECT_THAT(std::string(s.message()), HasSubstr("does not fit in the sweep's allocation"));
   placement_.partition = "nosuch";
-  s = backend_->CheckFits(Gpus(1), placement_);
+  s = backend_->CheckFits(Gpus(1), Where());
   EXPECT_THAT(std::string(s.message()), HasSubstr("Invalid partition"));
   placement_.partition.clear();
   placement_.allocation.job = 7;
-  s = backend_->CheckFits(Gpus(1), placement_);
+  s = backend_->CheckFits(Gpus(1), Where());
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("job 7 is not a pending or running job of yours"));
 }

@@ -26,6 +26,7 @@ namespace {
 using fakes::FakeSlurm;
 using slurm::JobState;
 using slurm::SlurmBackend;
+using slurm::SlurmPlacement;
 
 // What both modes share: the fake cluster carried over a restart, and the trials' fates.
 class SlurmHarness : public BackendHarness {
@@ -55,7 +56,7 @@ class SlurmHarness : public BackendHarness {
     s.env["HPO_TRIAL_ID"] = std::to_string(trial_id);
     s.env["HPO_TRIAL_DIR"] = s.trial_dir;
     s.argv = {"sh", "-c", does == Does::kExits3 ? "sleep 0.3; exit 3" : "exec sleep 600"};
-    s.placement = placement_;
+    s.placement = slurm::OnSlurm(placement_);
     return s;
   }
   void Restart() override {
@@ -82,7 +83,7 @@ class SlurmHarness : public BackendHarness {
   static bool Live(JobState s) { return s == JobState::kPending || s == JobState::kRunning; }
 
   std::string dir_;
-  Placement placement_;
+  SlurmPlacement placement_;  // the sweep's `slurm:` settings
   FakeClock clock_;
   std::vector<uint32_t> canceled_;
   FakeSlurm* slurm_ = nullptr;
@@ -131,9 +132,9 @@ class SlurmJobsHarness : public SlurmHarness {
   }
   Traits traits() const override {
     Traits t;  // a job per trial: no bound but the cluster's
-    Placement nowhere = placement_;
+    SlurmPlacement nowhere = placement_;
     nowhere.partition = "nosuch";
-    t.never_fits = {{Resources(), nowhere}};
+    t.never_fits = {{Resources(), slurm::OnSlurm(nowhere)}};
     return t;
   }
 };
@@ -210,7 +211,7 @@ class SlurmStepsHarness : public SlurmHarness {
     t.room = 2;  // two one-CPU steps in the one allocation of two CPUs
     Resources wide;
     wide.cpus = 3;
-    t.never_fits = {{wide, placement_}};
+    t.never_fits = {{wide, slurm::OnSlurm(placement_)}};
     return t;
   }
 

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "slurm_backend/slurm_placement.h"
 
 namespace hpo::server {
 namespace {
@@ -185,9 +186,9 @@ TEST(SweepSpec, GpusFromAParameter) {
   EXPECT_EQ(s.TrialResources({{"g", int64_t{2}}, {"x", 0.5}}).gpus, 2);
   EXPECT_EQ(s.TrialResources({{"g", int64_t{1}}, {"x", 0.5}}).cpus, 2);
   // Allocation defaults: the largest trial's GPUs; CPUs for the trials those GPUs hold.
-  EXPECT_EQ(s.placement.mode, "steps");
-  EXPECT_EQ(s.placement.allocation.gpus_per_node, 2);
-  EXPECT_EQ(s.placement.allocation.cpus_per_node, 2);
+  EXPECT_EQ(slurm::SlurmOf(s.placement).mode, "steps");
+  EXPECT_EQ(slurm::SlurmOf(s.placement).allocation.gpus_per_node, 2);
+  EXPECT_EQ(slurm::SlurmOf(s.placement).allocation.cpus_per_node, 2);
 
   auto e = Errors(std::string(kBase) + "resources: {gpus: \"{x}\"}\n");
   ASSERT_EQ(e.size(), 1u);
@@ -209,7 +210,10 @@ TEST(SweepSpec, SlurmSectionAndStopSignal) {
           "  allocation: {nodes: 2, gpus_per_node: 4, memory: 64G, max: 3, idle_timeout: 5s}\n",
       "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  const backend::Placement& p = r.spec->placement;
+  EXPECT_EQ(r.spec->placement.backend, "slurm") << "a slurm: section asks for Slurm";
+  EXPECT_TRUE(r.spec->placement.InAllocations("slurm"));
+  EXPECT_FALSE(r.spec->placement.InAllocations("local"));
+  const slurm::SlurmPlacement& p = slurm::SlurmOf(r.spec->placement);
   EXPECT_EQ(r.spec->stop_signal, SIGUSR1);
   EXPECT_EQ(p.partition, "gpu");
   EXPECT_EQ(p.time_limit_minutes, 120);
