@@ -3,10 +3,10 @@
 cluster of W workers (one step = one time unit; the trial that finishes its step first reports
 first; ties by trial number).
 
-One objective: TPE with its SuccessiveHalving (also with bootstrap_count 5) and Hyperband
-pruners. Several objectives: random search, NSGA-II (population 16, as hpod's run, and Optuna's
-default 50) and multi-objective TPE; Optuna prunes no multi-objective study, so these run every
-trial to its last step.
+One objective: TPE alone (Optuna's default) and with its SuccessiveHalving (also with
+bootstrap_count 5) and Hyperband pruners. Several objectives: random search, NSGA-II (population
+16, as hpod's run, and Optuna's default 50) and multi-objective TPE (Optuna's default); Optuna
+prunes no multi-objective study, so these run every trial to its last step.
 
 Problems: --problem hartmann6|zdt1|dtlz2 (the curves of bench/problems.cc), or --table FILE in the
 format of bench/README.md (with --directive and --objectives as search_quality takes them); a
@@ -231,6 +231,8 @@ def main():
                 run(name, study(name, sampler), problem, a.workers, seed, a.budget, sys.stdout, False)
         else:
             for name, pruner in (
+                    # Optuna's default: what a user gets without choosing.
+                    ("Optuna_TPE_(default,_no_pruner)", optuna.pruners.NopPruner()),
                     ("Optuna_TPE_+_SuccessiveHalving",
                      optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)),
                     # The same bootstrap as hpod's "TPE + ASHA bootstrap 5".
@@ -239,7 +241,7 @@ def main():
                     ("Optuna_TPE_+_Hyperband",
                      optuna.pruners.HyperbandPruner(min_resource=1, max_resource=problem.steps, reduction_factor=3))):
                 run(name, study(name, optuna.samplers.TPESampler(seed=seed), pruner), problem, a.workers,
-                    seed, a.budget, sys.stdout, True)
+                    seed, a.budget, sys.stdout, not isinstance(pruner, optuna.pruners.NopPruner))
         sys.stdout.flush()
 
 

@@ -9,10 +9,13 @@
 // any table of real learning curves in the CSV format of bench/README.md (the digits MLP table,
 // and gradient-boosted trees on breast cancer with two objectives). bench/optuna_quality.py runs
 // Optuna through the same event loop on the same problems and prints each step's values; both
-// sides are scored here alike: regret (one objective) or the hypervolume gap (several). Prints
-// markdown tables: median [quartiles] over seeds at budget marks, and each hpod method's budget
-// to reach Optuna's best final score.
+// sides are scored here alike: regret (one objective) or the hypervolume gap (several). ASHA's
+// and Hyperband's rungs span the problem's steps on both sides. Prints markdown tables per
+// problem, W and budget: median [quartiles] over seeds at budget marks, and each hpod method
+// (hpod's default among them) read against Optuna's default and Optuna's best: where it ends,
+// and the budget it needs to reach each one's final score.
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,8 +49,8 @@ using hpo::bench::Problem;
 
 struct Method {
   std::string name;
-  std::string algorithm;  // the sweep file's `algorithm:` value
-  std::string stopper;    // its `early_stopping:` value
+  std::string algorithm;  // the sweep file's `algorithm:` value; empty: not given
+  std::string stopper;    // its `early_stopping:` value; empty: not given
 };
 
 // The sweep file's `parameters:` for a space.
@@ -154,8 +157,9 @@ Run Simulate(const Problem& problem, const Method& method, int workers, uint64_t
   req.set_spec_yaml(absl::StrCat(
       "name: quality\ncommand: [train]\npass_params: flags\n", ParametersYaml(problem.space),
       ObjectivesYaml(problem), "budget: {max_trials: 100000, max_concurrent: ", workers, "}\n",
-      "algorithm: ", method.algorithm, "\nearly_stopping: ", method.stopper,
-      "\nstop_grace: 0s\nseed: ", seed, "\n"));
+      method.algorithm.empty() ? "" : absl::StrCat("algorithm: ", method.algorithm, "\n"),
+      method.stopper.empty() ? "" : absl::StrCat("early_stopping: ", method.stopper, "\n"),
+      "stop_grace: 0s\nseed: ", seed, "\n"));
   req.set_source("quality.yaml");
   req.set_base_dir(daemon.root());
   if (auto sweep = controller.Submit(hpo::server::Controller::AllowedForTest(), req); !sweep.ok()) {
@@ -293,7 +297,10 @@ Results RunOptuna(const std::string& src, const Problem& problem, const std::str
       absl::StrCat("/usr/bin/python3 ", src, "/bench/optuna_quality.py ", problem_args,
                    " --workers ", workers, " --seeds ", seeds, " --budget ", budget);
   FILE* f = ::popen(cmd.c_str(), "r");
-  if (f == nullptr) return out;
+  if (f == nullptr) {
+    std::fprintf(stderr, "search_quality: cannot run %s\n", cmd.c_str());
+    std::exit(2);
+  }
   char buf[1024];
   std::map<std::string, std::map<int, std::pair<hpo::bench::Score, Run>>> runs;
   while (std::fgets(buf, sizeof(buf), f) != nullptr) {
@@ -311,16 +318,29 @@ Results RunOptuna(const std::string& src, const Problem& problem, const std::str
     p.score = it->second.first.Add(values);
     it->second.second.push_back(p);
   }
-  ::pclose(f);
+  // A failed peer run is an error, never a table with Optuna's rows missing.
+  if (int status = ::pclose(f); status != 0 || runs.empty()) {
+    std::fprintf(stderr, "search_quality: Optuna's run failed (%s): %s\n",
+                 status != 0 ? absl::StrCat("exit status ", WEXITSTATUS(status)).c_str()
+                             : "it printed no results",
+                 cmd.c_str());
+    std::exit(2);
+  }
   for (auto& [m, by_seed] : runs) {
     for (auto& [s, scored] : by_seed) out[m].push_back(std::move(scored.second));
   }
   return out;
 }
 
-// Every hpod method against Optuna's best: the budget it needs to reach Optuna's best final
-// score, and where it ends; for several objectives also multi-objective ASHA against the best
-// method without early stopping at the same budget.
+// Optuna's default: what a user of Optuna gets without choosing (TPE, no pruner).
+std::string OptunaDefault(const Problem& problem) {
+  return problem.multi() ? "Optuna MOTPE" : "Optuna TPE (default, no pruner)";
+}
+
+// Every hpod method against two of Optuna's: its default, and its best configuration on this
+// problem (the lowest median final score). Per method: where it ends, and the steps it needs for
+// its median to reach each one's final score, as a share of the budget. For several objectives
+// also multi-objective ASHA against the best method without early stopping at the same budget.
 void Summary(const Problem& problem, int w, int budget, const std::vector<Method>& methods,
              const Results& results, const Results& optuna) {
   const char* what = problem.multi() ? "hypervolume" : "regret";
@@ -330,51 +350,94 @@ void Summary(const Problem& problem, int w, int budget, const std::vector<Method
         FinalMedian(runs, budget) < FinalMedian(optuna.at(best_optuna), budget))
       best_optuna = name;
   }
-  double target = FinalMedian(optuna.at(best_optuna), budget);
+  const std::string default_optuna = OptunaDefault(problem);
+  if (!optuna.count(default_optuna)) {
+    std::fprintf(stderr, "search_quality: Optuna's run has no %s\n", default_optuna.c_str());
+    std::exit(2);
+  }
+  double best = FinalMedian(optuna.at(best_optuna), budget);
+  double plain = FinalMedian(optuna.at(default_optuna), budget);
   std::printf(
-      "\nW = %d: Optuna's best is %s, median final %s %.4f after %d steps. Each hpod "
-      "method:\n\n",
-      w, best_optuna.c_str(), what, Shown(problem, target), budget);
+      "\n%s, W = %d, budget %d: Optuna's default (%s) ends at %s %.4f; Optuna's best (%s) at "
+      "%.4f. Each hpod method:\n\n",
+      problem.name.c_str(), w, budget, default_optuna.c_str(), what, Shown(problem, plain),
+      best_optuna.c_str(), Shown(problem, best));
   std::printf(
-      "| hpod method | final %s (median) | steps to reach %.4f | share of Optuna's budget |\n",
-      what, Shown(problem, target));
-  std::printf("|---|---:|---:|---:|\n");
-  std::string best_ours;
-  double best_need = -1;
+      "| hpod method | final %s (median) | reaches Optuna's default's after | reaches Optuna's "
+      "best's after | at least as good as Optuna's best |\n",
+      what);
+  std::printf("|---|---:|---:|---:|---|\n");
+  auto share = [&](const std::vector<Run>& runs, double target) -> std::string {
+    double need = BudgetToReach(runs, target, budget);
+    return need < 0 ? "never" : absl::StrFormat("%.0f (%.0f%%)", need, 100 * need / budget);
+  };
   for (const Method& m : methods) {
-    double need = BudgetToReach(results.at(m.name), target, budget);
-    std::printf("| %s | %.4f | %s | %s |\n", m.name.c_str(),
-                Shown(problem, FinalMedian(results.at(m.name), budget)),
-                need < 0 ? "never" : absl::StrFormat("%.0f", need).c_str(),
-                need < 0 ? "-" : absl::StrFormat("%.0f%%", 100 * need / budget).c_str());
-    if (need >= 0 && (best_need < 0 || need < best_need)) best_need = need, best_ours = m.name;
+    const std::vector<Run>& runs = results.at(m.name);
+    double final = FinalMedian(runs, budget);
+    std::printf("| %s | %.4f | %s | %s | %s |\n", m.name.c_str(), Shown(problem, final),
+                share(runs, plain).c_str(), share(runs, best).c_str(),
+                final <= best + 1e-12 ? "yes" : "no");
   }
-  if (best_ours.empty()) {
-    std::printf("\nW = %d: no hpod method reaches %.4f within %d steps (target: within 50%%)\n", w,
-                Shown(problem, target), budget);
-  } else {
-    std::printf(
-        "\nW = %d: hpod's best (%s) reaches Optuna's final %s %.4f after %.0f steps "
-        "(%.0f%% of Optuna's budget; target <= 50%%) and ends at %.4f\n",
-        w, best_ours.c_str(), what, Shown(problem, target), best_need, 100 * best_need / budget,
-        Shown(problem, FinalMedian(results.at(best_ours), budget)));
-  }
+  std::printf(
+      "\n(targets: every hpod method's row is read against both; the default's should end at "
+      "least as good as Optuna's best and reach Optuna's default's final result within 50%% of "
+      "the budget)\n");
   if (!problem.multi()) return;
   // Multi-objective ASHA against the best method without early stopping, at equal budget.
-  std::string stopped, plain;
+  std::string stopped, unstopped;
   for (const Method& m : methods) {
-    std::string& slot = m.stopper == "none" ? plain : stopped;
+    if (m.stopper.empty()) continue;  // the default: neither
+    std::string& slot = m.stopper == "none" ? unstopped : stopped;
     if (slot.empty() ||
         FinalMedian(results.at(m.name), budget) < FinalMedian(results.at(slot), budget)) {
       slot = m.name;
     }
   }
-  double a = FinalMedian(results.at(stopped), budget), b = FinalMedian(results.at(plain), budget);
+  double a = FinalMedian(results.at(stopped), budget);
+  double b = FinalMedian(results.at(unstopped), budget);
   std::printf(
-      "W = %d: with multi-objective ASHA the best is %s, hypervolume %.4f; without early "
-      "stopping %s, %.4f (%s)\n",
-      w, stopped.c_str(), Shown(problem, a), plain.c_str(), Shown(problem, b),
-      a < b ? "ASHA ahead" : "ASHA not ahead");
+      "W = %d, budget %d: with multi-objective ASHA the best is %s, hypervolume %.4f; without "
+      "early stopping %s, %.4f (%s)\n",
+      w, budget, stopped.c_str(), Shown(problem, a), unstopped.c_str(), Shown(problem, b),
+      a <= b ? "ASHA at least as good" : "ASHA behind");
+}
+
+// hpod's methods on a problem. ASHA's and Hyperband's rungs span the problem's steps, as
+// Optuna's Hyperband does (max_resource: its last step), with Hyperband's brackets as Optuna
+// counts them (floor(log_3(max / min)) + 1).
+std::vector<Method> Methods(const Problem& problem) {
+  const int steps = problem.steps;
+  int brackets = 1;
+  for (int r = 3; r <= steps; r *= 3) ++brackets;
+  std::string asha =
+      absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps, ", reduction_factor: 3}");
+  std::string asha_bootstrap = absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps,
+                                            ", reduction_factor: 3, bootstrap: 5}");
+  std::string hyperband = absl::StrCat("{name: hyperband, min_resource: 1, max_resource: ", steps,
+                                       ", reduction_factor: 3, brackets: ", brackets, "}");
+  // What a sweep file that names neither gets.
+  const Method fallback = {"hpod default (no algorithm: or early_stopping: given)", "", ""};
+  if (problem.multi()) {
+    return {fallback,
+            {"hpod random", "random", "none"},
+            {"hpod random + MO-ASHA", "random", asha},
+            {"hpod NSGA-II", "{name: nsga2, population: 16}", "none"},
+            {"hpod NSGA-II + MO-ASHA", "{name: nsga2, population: 16}", asha},
+            {"hpod MOTPE", "{name: tpe}", "none"},
+            {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha}};
+  }
+  return {fallback,
+          {"hpod random", "random", "none"},
+          {"hpod random + ASHA", "random", asha},
+          {"hpod random + Hyperband", "random", hyperband},
+          {"hpod genetic", "{name: genetic, population: 16}", "none"},
+          {"hpod TPE", "{name: tpe}", "none"},
+          {"hpod TPE + ASHA", "{name: tpe}", asha},
+          {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
+          {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
+          {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
+          // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
+          {"hpod TPE + ASHA bootstrap 5", "{name: tpe}", asha_bootstrap}};
 }
 
 }  // namespace
@@ -384,26 +447,38 @@ int main(int argc, char** argv) {
       "search_quality: regret or hypervolume against budget and simulated wall time, "
       "hpod vs Optuna 3.1"};
   std::string src = HPO_SOURCE_DIR;
-  int seeds = 10, budget = 1000, multi_budget = 2700;
+  int seeds = 10;
+  std::vector<int> budgets = {1000}, multi_budgets = {2700};
   std::vector<int> workers = {1, 8};
   bool no_optuna = false;
   std::vector<std::string> only = {"hartmann6", "digits", "zdt1", "dtlz2", "cancer"};
   std::vector<std::string> tables, directives, objectives;
   app.add_option("--problems", only,
-                 "hartmann6, digits, zdt1, dtlz2, cancer (the tables in bench/data)")
+                 "hartmann6, digits, zdt1, dtlz2, cancer (the tables in bench/data), or none (only "
+                 "the --table ones)")
+      ->delimiter(',')
       ->capture_default_str();
   app.add_option("--table", tables,
                  "more problems: tables of learning curves in the CSV format of bench/README.md");
   app.add_option("--directive", directives,
                  "for --table: 'param NAME float|int|categorical [log]', 'step NAME', 'metric "
                  "NAME minimize|maximize' (over the file's own)");
-  app.add_option("--objectives", objectives, "for --table: the metrics to optimize (default: all)");
+  app.add_option("--objectives", objectives,
+                 "for --table: the metrics to optimize, as a,b or repeated (default: all)")
+      ->delimiter(',');
   app.add_option("--src", src, "source tree (bench/optuna_quality.py, bench/data)");
   app.add_option("--seeds", seeds, "seeds per method")->capture_default_str();
-  app.add_option("--budget", budget, "steps per run, one objective")->capture_default_str();
-  app.add_option("--multi-budget", multi_budget, "steps per run, several objectives")
+  app.add_option("--budget", budgets,
+                 "steps per run, one objective; several (1000,2000): each is scored, from one run "
+                 "at the largest")
+      ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--workers", workers, "simulated workers (several runs)")->capture_default_str();
+  app.add_option("--multi-budget", multi_budgets, "steps per run, several objectives (as --budget)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--workers", workers, "simulated workers (several runs)")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_flag("--no-optuna", no_optuna, "skip Optuna");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the controller's per-trial log lines
@@ -433,39 +508,18 @@ int main(int argc, char** argv) {
       table(src + "/bench/data/digits_mlp_curves.csv", {}, {});
     } else if (key == "cancer") {
       table(src + "/bench/data/cancer_gbt_curves.csv", {}, {"val_loss", "fit_seconds"});
-    } else {
-      return std::fprintf(stderr, "unknown problem %s\n", key.c_str()), 2;
+    } else if (key != "none") {
+      return std::fprintf(stderr, "search_quality: unknown problem %s\n", key.c_str()), 2;
     }
   }
   for (const std::string& path : tables) table(path, directives, objectives);
 
-  std::string asha = "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3}";
-  std::string hyperband =
-      "{name: hyperband, min_resource: 1, max_resource: 27, reduction_factor: 3, brackets: 3}";
-  const std::vector<Method> single = {
-      {"hpod random", "random", "none"},
-      {"hpod random + ASHA", "random", asha},
-      {"hpod random + Hyperband", "random", hyperband},
-      {"hpod genetic", "{name: genetic, population: 16}", "none"},
-      {"hpod TPE", "{name: tpe}", "none"},
-      {"hpod TPE + ASHA", "{name: tpe}", asha},
-      {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
-      {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
-      {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
-      // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
-      {"hpod TPE + ASHA bootstrap 5", "{name: tpe}",
-       "{name: asha, min_resource: 1, max_resource: 27, reduction_factor: 3, bootstrap: 5}"}};
-  const std::vector<Method> multi = {
-      {"hpod random", "random", "none"},
-      {"hpod random + MO-ASHA", "random", asha},
-      {"hpod NSGA-II", "{name: nsga2, population: 16}", "none"},
-      {"hpod NSGA-II + MO-ASHA", "{name: nsga2, population: 16}", asha},
-      {"hpod MOTPE", "{name: tpe}", "none"},
-      {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha}};
   std::string root = "hpo-quality";  // each run's data directory: a temp dir of this prefix
   for (const auto& [problem, optuna_args] : problems) {
-    const std::vector<Method>& methods = problem.multi() ? multi : single;
-    int b = problem.multi() ? multi_budget : budget;
+    const std::vector<Method> methods = Methods(problem);
+    std::vector<int> marks = problem.multi() ? multi_budgets : budgets;
+    std::sort(marks.begin(), marks.end());
+    const int b = marks.back();
     for (int w : workers) {
       Results results;
       for (const Method& m : methods) {
@@ -478,9 +532,11 @@ int main(int argc, char** argv) {
         optuna = RunOptuna(src, problem, optuna_args, w, seeds, b);
         for (auto& [name, runs] : optuna) results[name] = runs;
       }
-      Table(problem, w, b, results, false);
-      Table(problem, w, b, results, true);
-      if (!optuna.empty()) Summary(problem, w, b, methods, results, optuna);
+      for (int budget : marks) {
+        Table(problem, w, budget, results, false);
+        Table(problem, w, budget, results, true);
+        if (!optuna.empty()) Summary(problem, w, budget, methods, results, optuna);
+      }
       std::fflush(stdout);
     }
   }
