@@ -589,21 +589,43 @@ int main(int argc, char** argv) {
   (void)client.Cancel(sweep->id());
   int64_t stored = CountReports(dir.db_path());
 
-  double optuna_rate = 0;
-  std::string optuna_line = "skipped";
+  // Optuna with as many client processes as hpod had clients, each count on its own, so that
+  // every ratio compares the same concurrency.
+  struct Peer {
+    int clients = 0;
+    double rate = 0;
+    std::string line;
+  };
+  std::vector<Peer> optuna;
   if (!no_optuna) {
-    std::string cmd = absl::StrCat("/usr/bin/python3 ", src_dir,
-                                   "/bench/optuna_report.py --seconds ", optuna_seconds);
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      while (std::fgets(buf, sizeof(buf), p) != nullptr) {
-        std::string line(buf);
-        if (auto pos = line.find("optuna_reports_per_s="); pos != std::string::npos) {
-          optuna_rate = std::stod(line.substr(pos + 21));
-          optuna_line = std::string(absl::StripAsciiWhitespace(line));
+    for (int k : counts) {
+      Peer peer;
+      peer.clients = k;
+      std::string cmd =
+          absl::StrCat("/usr/bin/python3 ", src_dir, "/bench/optuna_report.py --seconds ",
+                       optuna_seconds, " --clients ", k);
+      FILE* p = ::popen(cmd.c_str(), "r");
+      int status = -1;
+      if (p != nullptr) {
+        char buf[512];
+        while (std::fgets(buf, sizeof(buf), p) != nullptr) {
+          std::string line(buf);
+          if (auto pos = line.find("optuna_reports_per_s="); pos != std::string::npos) {
+            peer.rate = std::stod(line.substr(pos + 21));
+            peer.line = std::string(absl::StripAsciiWhitespace(line));
+          }
         }
+        status = ::pclose(p);
       }
-      ::pclose(p);
+      if (status != 0 || peer.rate <= 0) {  // a failed peer run is an error, not a missing row
+        std::fprintf(stderr, "report_bench: Optuna's run failed (status %d): %s\n", status,
+                     cmd.c_str());
+        ::kill(daemon, SIGTERM);
+        ::waitpid(daemon, nullptr, 0);
+        std::filesystem::remove_all(data);
+        return 2;
+      }
+      optuna.push_back(std::move(peer));
     }
   }
 
@@ -635,14 +657,22 @@ int main(int argc, char** argv) {
   std::printf("\nacknowledged reports: %lld; rows in the store: %lld -> %s\n",
               static_cast<long long>(acknowledged), static_cast<long long>(stored),
               stored == acknowledged ? "every acknowledged report is stored" : "MISMATCH");
-  if (!no_optuna) {
+  if (!optuna.empty()) {
     std::printf(
-        "\nOptuna (report + should_prune, SQLite storage, 1 client): %.1f reports/s  [%s]\n",
-        optuna_rate, optuna_line.c_str());
+        "\nOptuna (trial.report + should_prune, SQLite storage, one process per client)\n\n"
+        "| Optuna clients | reports/s | run |\n|---:|---:|---|\n");
+    for (const Peer& peer : optuna) {
+      std::printf("| %d | %.1f | %s |\n", peer.clients, peer.rate, peer.line.c_str());
+    }
+    std::printf(
+        "\n| hpod RPC | clients | hpod / Optuna at the same number of clients |\n"
+        "|---|---:|---:|\n");
     for (const auto& [rpc, r] : results) {
-      if (optuna_rate > 0 && r.offered == 0) {
-        std::printf("hpod %s at %d clients / Optuna: %.0fx\n", rpc.c_str(), r.clients,
-                    r.rate / optuna_rate);
+      if (r.offered != 0) continue;
+      for (const Peer& peer : optuna) {
+        if (peer.clients == r.clients) {
+          std::printf("| %s | %d | %.0fx |\n", rpc.c_str(), r.clients, r.rate / peer.rate);
+        }
       }
     }
   }
