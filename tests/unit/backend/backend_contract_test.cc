@@ -15,9 +15,20 @@
 #include "backend/simulated_backend.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "tests/unit/backend/process_trials.h"
 
 namespace hpo::backend::contract {
 namespace {
+
+// Two CPU slots and no GPU: two trials of Spec's size at once, and none that asks for a GPU.
+BackendHarness::Traits TwoSlotsNoGpu() {
+  BackendHarness::Traits t;
+  t.room = 2;
+  Resources gpu;
+  gpu.gpus = 1;
+  t.never_fits = {{gpu, Placement()}};
+  return t;
+}
 
 // Trials in virtual time: each trial's fate follows what it does; a pass is a second.
 class SimulatedHarness : public BackendHarness {
@@ -37,14 +48,7 @@ class SimulatedHarness : public BackendHarness {
   // new daemon.
   void Restart() override { backend_.Detach(); }
   bool StillRuns(int64_t trial_id) override { return backend_.Runs(trial_id); }
-  Traits traits() const override {
-    Traits t;
-    t.room = 2;
-    Resources gpu;
-    gpu.gpus = 1;
-    t.never_fits = {{gpu, Placement()}};
-    return t;
-  }
+  Traits traits() const override { return TwoSlotsNoGpu(); }
 
  private:
   static SimulatedFate Fate(Does does) {
@@ -74,36 +78,13 @@ class SimulatedHarness : public BackendHarness {
 // the processes the old one left.
 class LocalHarness : public BackendHarness {
  public:
-  LocalHarness() {
-    char tmpl[] = "/tmp/hpo-contract-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    Restart();
-  }
-  ~LocalHarness() override {
-    for (int64_t id : launched_) {
-      pid_t pid = ReadShimPid(TrialDir(id));
-      if (IsTrialProcess(pid, id)) ::kill(-pid, SIGKILL);
-    }
-    backend_.reset();
-    std::system(("rm -rf " + dir_).c_str());
-  }
+  LocalHarness() { Restart(); }
+  ~LocalHarness() override { backend_.reset(); }
   Backend& backend() override { return *backend_; }
   LaunchSpec Spec(int64_t trial_id, Does does) override {
-    LaunchSpec s;
-    s.trial_id = trial_id;
-    s.sweep_id = 1;
-    s.workdir = dir_;
-    s.trial_dir = TrialDir(trial_id);
-    EXPECT_TRUE(MakeDirs(s.trial_dir).ok());
-    s.env["HPO_TRIAL_ID"] = std::to_string(trial_id);
-    s.env["HPO_TRIAL_DIR"] = s.trial_dir;
     // Taken: its whole process group, shim included, is killed, and nothing records how.
-    s.argv = {"sh", "-c",
-              does == Does::kExits3    ? "sleep 0.3; exit 3"
-              : does == Does::kIsTaken ? "sleep 1; kill -9 0"
-                                       : "exec sleep 600"};
-    launched_.push_back(trial_id);
-    return s;
+    return trials_.Spec(
+        trial_id, does == Does::kIsTaken ? "sleep 1; kill -9 0" : ProcessTrials::Command(does));
   }
   void Pass() override { ::usleep(20'000); }
   void Restart() override {
@@ -111,25 +92,11 @@ class LocalHarness : public BackendHarness {
     backend_ =
         std::make_unique<LocalBackend>(LocalBackend::Options{0, 2, HPO_SHIM}, SystemClock::Get());
   }
-  bool StillRuns(int64_t trial_id) override {
-    // Its shim, by the pid it recorded, or by its environment until it has.
-    pid_t pid = ReadShimPid(TrialDir(trial_id));
-    if (pid == 0) pid = FindTrialProcess(trial_id, TrialDir(trial_id));
-    return IsTrialProcess(pid, trial_id);
-  }
-  Traits traits() const override {
-    Traits t;
-    t.room = 2;
-    Resources gpu;
-    gpu.gpus = 1;
-    t.never_fits = {{gpu, Placement()}};
-    return t;
-  }
+  bool StillRuns(int64_t trial_id) override { return trials_.Runs(trial_id); }
+  Traits traits() const override { return TwoSlotsNoGpu(); }
 
  private:
-  std::string TrialDir(int64_t id) const { return dir_ + "/t" + std::to_string(id); }
-  std::string dir_;
-  std::vector<int64_t> launched_;
+  ProcessTrials trials_;  // first: it outlives the backend
   std::unique_ptr<LocalBackend> backend_;
 };
 

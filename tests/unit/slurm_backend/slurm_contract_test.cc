@@ -19,6 +19,7 @@
 #include "slurm_backend/slurm_backend.h"
 #include "tests/fakes/fake_slurm.h"
 #include "tests/unit/backend/backend_contract.h"
+#include "tests/unit/backend/process_trials.h"
 
 namespace hpo::backend::contract {
 namespace {
@@ -32,30 +33,17 @@ using slurm::SlurmPlacement;
 class SlurmHarness : public BackendHarness {
  public:
   explicit SlurmHarness(std::string mode) {
-    char tmpl[] = "/tmp/hpo-slurm-contract-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     placement_.mode = std::move(mode);
     placement_.allocation.gpus_per_node = 0;
     placement_.allocation.cpus_per_node = 2;
     placement_.allocation.max = 1;
     placement_.allocation.idle_timeout = absl::Hours(1);
   }
-  ~SlurmHarness() override {
-    backend_.reset();
-    std::system(("rm -rf " + dir_).c_str());
-  }
+  ~SlurmHarness() override { backend_.reset(); }
   Backend& backend() override { return *backend_; }
   LaunchSpec Spec(int64_t trial_id, Does does) override {
     does_[trial_id] = does;
-    LaunchSpec s;
-    s.trial_id = trial_id;
-    s.sweep_id = 1;
-    s.workdir = dir_;
-    s.trial_dir = TrialDir(trial_id);
-    EXPECT_TRUE(MakeDirs(s.trial_dir).ok());
-    s.env["HPO_TRIAL_ID"] = std::to_string(trial_id);
-    s.env["HPO_TRIAL_DIR"] = s.trial_dir;
-    s.argv = {"sh", "-c", does == Does::kExits3 ? "sleep 0.3; exit 3" : "exec sleep 600"};
+    LaunchSpec s = trials_.Spec(trial_id, ProcessTrials::Command(does));
     s.placement = slurm::OnSlurm(placement_);
     return s;
   }
@@ -73,16 +61,15 @@ class SlurmHarness : public BackendHarness {
     backend_.reset();  // owns the old fake
     slurm_ = next;
     SlurmBackend::Options options;
-    options.srun = dir_ + "/srun";
+    options.srun = trials_.dir() + "/srun";
     options.shim = HPO_SHIM;
     options.instance = "contract";
     options.query_interval = options.fast_query_interval = absl::ZeroDuration();
     backend_ = std::make_unique<SlurmBackend>(std::move(fake), clock_, options);
   }
-  std::string TrialDir(int64_t id) const { return dir_ + "/t" + std::to_string(id); }
   static bool Live(JobState s) { return s == JobState::kPending || s == JobState::kRunning; }
 
-  std::string dir_;
+  ProcessTrials trials_;      // first: it outlives the backend
   SlurmPlacement placement_;  // the sweep's `slurm:` settings
   FakeClock clock_;
   std::vector<uint32_t> canceled_;
@@ -146,7 +133,7 @@ class SlurmStepsHarness : public SlurmHarness {
   SlurmStepsHarness() : SlurmHarness("steps") {
     // srun's stand-in: drops its options and runs the command as step <trial id> on n1.
     EXPECT_TRUE(
-        WriteFileAtomic(dir_ + "/srun",
+        WriteFileAtomic(trials_.dir() + "/srun",
                         "#!/bin/sh\n"
                         "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
                         "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=$HPO_TRIAL_ID\n"
@@ -154,9 +141,6 @@ class SlurmStepsHarness : public SlurmHarness {
                         0755)
             .ok());
     Start();
-  }
-  ~SlurmStepsHarness() override {
-    for (const auto& [trial, does] : does_) Kill(trial, SIGKILL);
   }
   void Restart() override {
     SlurmHarness::Restart();
@@ -184,10 +168,10 @@ class SlurmStepsHarness : public SlurmHarness {
     // What hpod sent to steps (whose ids are their trials').
     for (; signals_seen_ < slurm_->signals.size(); ++signals_seen_) {
       const FakeSlurm::Sent& s = slurm_->signals[signals_seen_];
-      if (s.step >= 0) Kill(s.step, s.signal);
+      if (s.step >= 0) trials_.Kill(s.step, s.signal);
     }
     for (; cancels_seen_ < slurm_->canceled_steps.size(); ++cancels_seen_) {
-      Kill(slurm_->canceled_steps[cancels_seen_].second, SIGKILL);
+      trials_.Kill(slurm_->canceled_steps[cancels_seen_].second, SIGKILL);
     }
     // A trial to be taken fails its node a second after it started; every step there dies.
     bool node_failed = false;
@@ -201,11 +185,11 @@ class SlurmStepsHarness : public SlurmHarness {
       if (node_failed && Live(job.status.state)) job.status.state = JobState::kNodeFail;
       // An allocation that ended (failed, or canceled by hpod) takes its steps with it.
       if (!Live(job.status.state)) {
-        for (const auto& [trial, does] : does_) Kill(trial, SIGKILL);
+        for (const auto& [trial, does] : does_) trials_.Kill(trial, SIGKILL);
       }
     }
   }
-  bool StillRuns(int64_t trial_id) override { return IsTrialProcess(ShimPid(trial_id), trial_id); }
+  bool StillRuns(int64_t trial_id) override { return trials_.Runs(trial_id); }
   Traits traits() const override {
     Traits t;
     t.room = 2;  // two one-CPU steps in the one allocation of two CPUs
@@ -216,14 +200,6 @@ class SlurmStepsHarness : public SlurmHarness {
   }
 
  private:
-  pid_t ShimPid(int64_t trial_id) const {
-    pid_t pid = ReadShimPid(TrialDir(trial_id));
-    return pid != 0 ? pid : FindTrialProcess(trial_id, TrialDir(trial_id));
-  }
-  void Kill(int64_t trial_id, int signal) {
-    pid_t pid = ShimPid(trial_id);
-    if (IsTrialProcess(pid, trial_id)) ::kill(-pid, signal);
-  }
   size_t signals_seen_ = 0, cancels_seen_ = 0;
   std::map<int64_t, absl::Time> seen_running_;
 };
