@@ -25,20 +25,15 @@
 #include "grpcpp/health_check_service_interface.h"
 
 namespace hpo::client {
-namespace {
 
 std::chrono::system_clock::time_point Deadline(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(d);
 }
 
-}  // namespace
-
 absl::Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
-
-namespace {
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem) {
   if (tls_ca_pem.empty()) return grpc::InsecureChannelCredentials();
@@ -57,8 +52,6 @@ absl::StatusOr<std::string> TlsCaFromEnvironment() {
   }
   return pem;
 }
-
-}  // namespace
 
 Client::Client(const std::string& target, std::string token, const std::string& tls_ca_pem)
     : channel_(grpc::CreateChannel(target, ChannelCredentials(tls_ca_pem))),
@@ -237,110 +230,6 @@ absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
 }
 
 // ---------------------------------------------------------------------------------------------
-
-namespace {
-std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint,
-                                             const std::string& tls_ca_pem) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
-  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
-}
-}  // namespace
-
-TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
-                             bool stream, const std::string& tls_ca_pem)
-    : channel_(ReportChannel(endpoint, tls_ca_pem)),
-      stub_(v1::ReportService::NewStub(channel_)),
-      trial_id_(trial_id),
-      token_(std::move(token)),
-      use_stream_(stream) {}
-
-TrialReporter::~TrialReporter() { CloseStream(); }
-
-void TrialReporter::CloseStream() {
-  if (!stream_) return;
-  stream_->WritesDone();
-  (void)stream_->Finish();
-  stream_.reset();
-  stream_ctx_.reset();
-}
-
-absl::StatusOr<v1::ReportResponse> TrialReporter::Once(const v1::ReportRequest& req) {
-  v1::ReportResponse resp;
-  if (!use_stream_) {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + token_);
-    ctx.set_deadline(Deadline(absl::Seconds(30)));
-    ctx.set_wait_for_ready(true);
-    grpc::Status s = stub_->Report(&ctx, req, &resp);
-    if (!s.ok()) return FromGrpc(s);
-    return resp;
-  }
-  if (!stream_) {
-    stream_ctx_ = std::make_unique<grpc::ClientContext>();
-    stream_ctx_->AddMetadata("authorization", "Bearer " + token_);
-    stream_ctx_->set_wait_for_ready(true);
-    stream_ = stub_->ReportStream(stream_ctx_.get());
-  }
-  if (stream_->Write(req) && stream_->Read(&resp)) return resp;
-  // The stream ended: its status says why (a refused report, or the daemon went away).
-  stream_->WritesDone();
-  grpc::Status s = stream_->Finish();
-  stream_.reset();
-  stream_ctx_.reset();
-  if (s.ok()) return absl::UnavailableError("the report stream ended");
-  return FromGrpc(s);
-}
-
-absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment(bool stream) {
-  const char* endpoint = std::getenv("HPO_ENDPOINT");
-  const char* id = std::getenv("HPO_TRIAL_ID");
-  const char* token = std::getenv("HPO_TRIAL_TOKEN");
-  int64_t trial_id = 0;
-  if (endpoint == nullptr || id == nullptr || token == nullptr ||
-      !absl::SimpleAtoi(id, &trial_id)) {
-    return absl::FailedPreconditionError(
-        "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
-  }
-  ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
-  return std::make_unique<TrialReporter>(endpoint, trial_id, token, stream, ca);
-}
-
-namespace {
-
-// A fingerprint of the trial, the step and the metrics: the same in every process; never 0.
-int64_t ContentId(int64_t trial_id, int64_t step, const std::map<std::string, double>& metrics) {
-  std::string text = absl::StrCat(trial_id, " ", step);
-  for (const auto& [k, v] : metrics) absl::StrAppend(&text, " ", k, "=", absl::StrFormat("%a", v));
-  return static_cast<int64_t>(Fingerprint64(text) >> 1) | 1;
-}
-
-}  // namespace
-
-absl::StatusOr<v1::ReportResponse> TrialReporter::Report(
-    int64_t step, const std::map<std::string, double>& metrics, absl::Duration retry_for) {
-  v1::ReportRequest req;
-  req.set_trial_id(trial_id_);
-  if (step >= 0) req.set_step(step);
-  for (const auto& [k, v] : metrics) (*req.mutable_metrics())[k] = v;
-  // One id for this report and all its retries: hpod stores it once even when a reply was lost
-  // to a restart of the daemon (without a step, nothing else tells a retry from a new report).
-  // With a step the id comes from the report itself, so that the same report sent again by a
-  // new `hpo report` (one a checkpoint signal killed midway) is known as well.
-  req.set_report_id(step >= 0
-                        ? ContentId(trial_id_, step, metrics)
-                        : absl::Uniform<int64_t>(bitgen_, 1, std::numeric_limits<int64_t>::max()));
-  absl::Time give_up = absl::Now() + retry_for;
-  absl::Duration backoff = absl::Milliseconds(100);
-  while (true) {
-    absl::StatusOr<v1::ReportResponse> resp = Once(req);
-    if (resp.ok()) return resp;
-    bool retryable = absl::IsUnavailable(resp.status()) || absl::IsDeadlineExceeded(resp.status());
-    if (!retryable || absl::Now() + backoff > give_up) return resp.status();
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(5));
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 // Errors: the daemon's gRPC status as absl::Status, with the same code and message;
 // UNAVAILABLE when no daemon answers.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "hpo/v1/hpo.grpc.pb.h"
 
 namespace hpo::client {
@@ -70,40 +72,6 @@ class Client {
   std::string token_;
 };
 
-// Reporting from inside a trial: reads HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN.
-class TrialReporter {
- public:
-  // FAILED_PRECONDITION when the environment is not a trial's.
-  // With `stream`, reports travel on one long-lived ReportStream (for programs that report
-  // often, like `hpo exec`); otherwise each is one Report call.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TrialReporter>> FromEnvironment(
-      bool stream = false);
-  // (HPO_TLS_CA, when set, names the CA of a daemon that serves TLS.)
-  TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
-                bool stream = false, const std::string& tls_ca_pem = "");
-  ~TrialReporter();
-
-  // Pushes one report (step < 0: the next step). Retries while the daemon is unavailable,
-  // for up to `retry_for`. The reply says whether to continue.
-  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(
-      int64_t step, const std::map<std::string, double>& metrics,
-      absl::Duration retry_for = absl::Seconds(60));
-  int64_t trial_id() const { return trial_id_; }
-
- private:
-  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Once(const v1::ReportRequest& req);
-  void CloseStream();
-
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::ReportService::Stub> stub_;
-  int64_t trial_id_;
-  std::string token_;
-  bool use_stream_;
-  absl::BitGen bitgen_;  // report ids
-  std::unique_ptr<grpc::ClientContext> stream_ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::ReportRequest, v1::ReportResponse>> stream_;
-};
-
 // Starts hpod for the data directory in the background, with `extra_args` (e.g. "--cpus=4"),
 // and waits until it answers.
 [[nodiscard]] absl::Status StartDaemon(absl::Duration timeout,
@@ -113,5 +81,12 @@ class TrialReporter {
 [[nodiscard]] absl::Status StopDaemon(absl::Duration timeout, bool keep_trials = false);
 
 [[nodiscard]] absl::Status FromGrpc(const grpc::Status& s);
+
+// What the client library's calls share: a deadline `d` from now, the credentials of a channel
+// (TLS trusting `tls_ca_pem`, or none when it is empty), and the CA $HPO_TLS_CA names ("" when
+// unset; FAILED_PRECONDITION when it cannot be read).
+std::chrono::system_clock::time_point Deadline(absl::Duration d);
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem);
+[[nodiscard]] absl::StatusOr<std::string> TlsCaFromEnvironment();
 
 }  // namespace hpo::client

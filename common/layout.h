@@ -50,6 +50,9 @@ inline constexpr char kShimPid[] = "hpo.pid";              // hpo-shim's pid (th
 inline constexpr char kShimExit[] = "hpo.exit";            // how the command ended, by hpo-shim
 inline constexpr char kCheckpoint[] = "checkpoint";        // {checkpoint_out}: the trial's own
 inline constexpr char kTaskRecordPrefix[] = ".hpo-task.";  // Slurm steps: what each task got
+// The trial's reports as it made them, and how far hpod has acknowledged them (report_journal.h).
+inline constexpr char kReportJournal[] = "reports.journal";
+inline constexpr char kReportCursor[] = "reports.sent";
 
 // The files of one trial's directory.
 class TrialDir {
@@ -62,6 +65,8 @@ class TrialDir {
   std::string shim_pid() const { return File(kShimPid); }
   std::string shim_exit() const { return File(kShimExit); }
   std::string checkpoint() const { return File(kCheckpoint); }
+  std::string report_journal() const { return File(kReportJournal); }
+  std::string report_cursor() const { return File(kReportCursor); }
   std::string File(const char* name) const { return path_ + "/" + name; }
 
  private:

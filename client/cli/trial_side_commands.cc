@@ -5,15 +5,20 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
 #include "client/client.h"
+#include "client/trial_reporter.h"
 #include "common/fom_regex.h"
 
 namespace hpo::client::cli {
@@ -47,6 +52,91 @@ void Forward(int sig) {
 
 }  // namespace
 
+// Delivers what `hpo exec` records on a thread of its own, so that the command's output never
+// waits for hpod: while hpod is away, reports wait in the trial's journal, the command goes on,
+// and they go when hpod answers (or hpod reads them when the trial ends).
+class ExecSender {
+ public:
+  ExecSender(client::TrialReporter& reporter, pid_t child)
+      : reporter_(reporter), child_(child), thread_([this] { Loop(); }) {}
+  ~ExecSender() { Finish(); }
+
+  void Record(int64_t step, const std::string& metric, double value) {
+    if (absl::Status s = reporter_.Record(step, {{metric, value}}); !s.ok()) {
+      std::fprintf(stderr, "hpo exec: report not recorded: %s\n", std::string(s.message()).c_str());
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      news_ = true;
+    }
+    cv_.notify_one();
+  }
+  // The command's output ended: one last delivery, then the thread ends.
+  void Finish() {
+    {
+      std::lock_guard lock(mu_);
+      if (done_) return;
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      absl::Time retry = reporter_.retry_after();
+      auto woken = [this] { return news_ || done_; };
+      if (retry == absl::InfinitePast()) {
+        cv_.wait(lock, woken);
+      } else {
+        cv_.wait_until(lock, absl::ToChronoTime(retry), woken);
+      }
+      bool last = done_;
+      news_ = false;
+      lock.unlock();
+      Deliver(last);
+      lock.lock();
+      if (last) return;
+    }
+  }
+  void Deliver(bool last) {
+    absl::StatusOr<client::TrialReporter::Delivery> d =
+        reporter_.Deliver(client::ReportTimeout(), /*now=*/last);
+    if (!d.ok()) {
+      std::fprintf(stderr, "hpo exec: report refused: %s\n",
+                   std::string(d.status().message()).c_str());
+      return;
+    }
+    if (!d->missed.ok() && !away_) {
+      away_ = true;
+      std::fprintf(stderr, "hpo exec: hpod does not answer (%s); reports wait in %s\n",
+                   std::string(d->missed.message()).c_str(),
+                   reporter_.journaled() ? reporter_.journal_path().c_str() : "memory");
+    } else if (d->missed.ok() && d->delivered > 0 && away_) {
+      away_ = false;
+      std::fprintf(stderr, "hpo exec: hpod answers again; the reports that waited are delivered\n");
+    }
+    if (d->stop && !stop_sent_) {
+      std::fprintf(stderr, "hpo exec: hpod stops the trial (%s)\n", d->reason.c_str());
+      ::kill(child_, SIGTERM);
+      stop_sent_ = true;
+    }
+  }
+
+  client::TrialReporter& reporter_;
+  pid_t child_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool news_ = false;
+  bool done_ = false;
+  bool away_ = false;       // sender thread only
+  bool stop_sent_ = false;  // sender thread only
+  std::thread thread_;
+};
+
 int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_text) {
   if (cmd.empty()) {
     std::fprintf(stderr, "hpo exec: give the command after --\n");
@@ -64,7 +154,7 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
     std::fprintf(stderr, "hpo exec: bad regex '%s': %s\n", regex_text.c_str(), e.what());
     return kExitUsage;
   }
-  auto reporter = client::TrialReporter::FromEnvironment(/*stream=*/true);
+  auto reporter = client::TrialReporter::FromEnvironment();
   if (!reporter.ok()) {
     std::fprintf(stderr, "hpo exec: %s; running without reporting\n",
                  std::string(reporter.status().message()).c_str());
@@ -90,32 +180,24 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGUSR1, &sa, nullptr);
+  std::optional<ExecSender> sender;
+  if (reporter.ok()) sender.emplace(**reporter, pid);
   FILE* in = ::fdopen(fds[0], "r");
   char* line = nullptr;
   size_t cap = 0;
   ssize_t n;
   int64_t step = 0;
-  bool stop_sent = false;
   while ((n = ::getline(&line, &cap, in)) > 0) {
     std::fwrite(line, 1, static_cast<size_t>(n), stdout);
     std::fflush(stdout);
     std::cmatch m;
-    if (!reporter.ok() || !std::regex_search(line, m, re) || m.size() < 2) continue;
+    if (!sender || !std::regex_search(line, m, re) || m.size() < 2) continue;
     double value = 0;
     if (!absl::SimpleAtod(m[1].str(), &value)) continue;
-    auto reply = (*reporter)->Report(++step, {{metric, value}});
-    if (!reply.ok()) {
-      std::fprintf(stderr, "hpo exec: report refused: %s\n",
-                   std::string(reply.status().message()).c_str());
-      continue;
-    }
-    if (reply->action() == v1::ReportResponse::ACTION_STOP && !stop_sent) {
-      std::fprintf(stderr, "hpo exec: hpod stops the trial (%s)\n", reply->reason().c_str());
-      ::kill(pid, SIGTERM);
-      stop_sent = true;
-    }
+    sender->Record(++step, metric, value);
   }
   std::free(line);
+  if (sender) sender->Finish();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -137,10 +219,26 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
   }
   auto reporter = client::TrialReporter::FromEnvironment();
   if (!reporter.ok()) return Fail(reporter.status());
-  auto reply = (*reporter)->Report(step, metrics);
-  if (!reply.ok()) return Fail(reply.status());
-  if (reply->action() == v1::ReportResponse::ACTION_STOP) {
-    std::printf("stop: %s\n", reply->reason().c_str());
+  client::TrialReporter& r = **reporter;
+  absl::StatusOr<client::TrialReporter::Delivery> d =
+      r.Report(step, metrics, client::ReportTimeout());
+  if (d.ok() && d->in_memory > 0) {
+    // No journal keeps the report once this process exits (the trial has none, or it could
+    // not be written: a full disk): it waits for hpod, a minute at most.
+    absl::Time give_up = absl::Now() + absl::Seconds(60);
+    while (d.ok() && d->in_memory > 0 && absl::Now() < give_up) {
+      absl::SleepFor(std::min(r.retry_after() - absl::Now(), give_up - absl::Now()));
+      d = r.Deliver(client::ReportTimeout(), /*now=*/true);
+    }
+    if (d.ok() && d->in_memory > 0) return Fail(d->missed);
+  }
+  if (!d.ok()) return Fail(d.status());
+  if (!d->missed.ok()) {
+    std::fprintf(stderr, "hpo report: hpod does not answer (%s); %d report(s) wait in %s\n",
+                 std::string(d->missed.message()).c_str(), d->pending, r.journal_path().c_str());
+  }
+  if (d->stop) {
+    std::printf("stop: %s\n", d->reason.c_str());
     return kExitStop;
   }
   return 0;

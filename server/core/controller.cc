@@ -32,7 +32,12 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
       loop_(
           store, clock, options.tick,
           {[this] { lifecycle_.Tick(); }, [this](const absl::Status& commit) { Committed(commit); },
-           [this](double seconds) { telemetry_->ObserveBatch(seconds); }}) {}
+           [this](double seconds) { telemetry_->ObserveBatch(seconds); }}) {
+  lifecycle_.set_late_reports(
+      [this](Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries) {
+        intake_.Late(sweep, trial, entries);
+      });
+}
 
 Controller::~Controller() { Shutdown(); }
 

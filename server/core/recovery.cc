@@ -86,7 +86,15 @@ absl::Status Recovery::Replay(Sweep& sweep, TrialRuntime& trial) {
     // The stopper gets its records back: every stored point, as it was told of them.
     (void)sweep.plan.stopper->Observe(CurveOf(trial), objective.direction);
   }
-  if (!final && !reports.empty()) trial.last_report = reports.back();
+  if (!final && !reports.empty()) {
+    trial.last_report = reports.back();
+    size_t from = reports.size() > TrialRuntime::kRecentReports
+                      ? reports.size() - TrialRuntime::kRecentReports
+                      : 0;
+    for (size_t i = from; i < reports.size(); ++i) {
+      trial.NoteReport(reports[i].report_id, reports[i].step);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1,13 +1,16 @@
 #include "server/core/report_intake.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/token.h"
 #include "hpo/v1/states.h"
 #include "server/core/objectives.h"
+#include "spdlog/spdlog.h"
 
 namespace hpo::server {
 namespace {
@@ -97,11 +100,12 @@ absl::Status ReportIntake::Validate(const v1::ReportRequest& req, int64_t trial_
   return absl::OkStatus();
 }
 
-bool ReportIntake::IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req,
-                           const ReportRecord& report) {
+bool ReportIntake::IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req) {
   if (!trial.last_report) return false;
   if (req.report_id() != 0) return trial.last_report->report_id == req.report_id();
-  return trial.last_report->step == report.step && trial.last_report->metrics == report.metrics;
+  if (!req.has_step() || trial.last_report->step != req.step()) return false;
+  std::map<std::string, double> metrics(req.metrics().begin(), req.metrics().end());
+  return trial.last_report->metrics == metrics;
 }
 
 absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest& req,
@@ -123,6 +127,24 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest&
         absl::StrCat("hpod cannot store reports now (", health.message(), "); retry later"));
   }
   if (absl::Status s = Validate(req, rec.id); !s.ok()) return s;
+  v1::ReportResponse resp;
+  if (std::optional<int64_t> stored = trial->StoredStep(req.report_id())) {
+    resp.set_step(*stored);  // stored already: answered the same
+  } else if (IsRetry(*trial, req)) {
+    resp.set_step(trial->last_report->step);
+  } else {
+    if (absl::Status s = Take(*sweep, *trial, req, /*may_stop=*/true); !s.ok()) return s;
+    resp.set_step(trial->last_report->step);
+  }
+  resp.set_action(trial->stop_requested() ? v1::ReportResponse::ACTION_STOP
+                                          : v1::ReportResponse::ACTION_CONTINUE);
+  resp.set_reason(trial->rec.stop_reason);
+  return resp;
+}
+
+absl::Status ReportIntake::Take(Sweep& sweep, TrialRuntime& trial, const v1::ReportRequest& req,
+                                bool may_stop) {
+  TrialRecord& rec = trial.rec;
   int64_t step = req.has_step() ? req.step() : std::max<int64_t>(rec.step, 0) + 1;
   if (step < 0 || step > kMaxStep) {
     return absl::InvalidArgumentError(
@@ -133,31 +155,64 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest&
   report.step = step;
   report.metrics.insert(req.metrics().begin(), req.metrics().end());
   report.time = clock_.Now();
-  report.report_id = req.report_id();
-  v1::ReportResponse resp;
-  if (IsRetry(*trial, req, report)) {
-    resp.set_step(trial->last_report->step);  // stored already: answered the same
-  } else {
-    if (absl::Status s = store_.InsertReport(report); !s.ok()) return s;
-    std::optional<double> value = ApplyReport(report, sweep->spec().objective, rec);
-    lifecycle_.MarkProgress(*trial);
-    if (sweep->spec().Pareto()) {
-      if (sweep->plan.keeps_curves && AppendScores(*sweep, *trial, report.step, report.time)) {
-        Judge(*sweep, *trial, step, trial->curve.back().second);
-      }
-    } else if (value) {
-      Judge(*sweep, *trial, step, *value);
-    }
-    trial->last_report = std::move(report);
-    resp.set_step(step);
+  if (req.has_time() && std::isfinite(req.time()) && rec.started_at) {
+    // Made earlier, kept in the trial's journal while hpod was away: when it was made.
+    absl::Time made = absl::FromUnixNanos(static_cast<int64_t>(req.time() * 1e9));
+    report.time = std::clamp(made, *rec.started_at, report.time);
   }
-  resp.set_action(trial->stop_requested() ? v1::ReportResponse::ACTION_STOP
-                                          : v1::ReportResponse::ACTION_CONTINUE);
-  resp.set_reason(trial->rec.stop_reason);
-  return resp;
+  report.report_id = req.report_id();
+  if (absl::Status s = store_.InsertReport(report); !s.ok()) return s;
+  std::optional<double> value = ApplyReport(report, sweep.spec().objective, rec);
+  lifecycle_.MarkProgress(trial);
+  if (sweep.spec().Pareto()) {
+    if (sweep.plan.keeps_curves && AppendScores(sweep, trial, report.step, report.time)) {
+      Judge(sweep, trial, step, trial.curve.back().second, may_stop);
+    }
+  } else if (value) {
+    Judge(sweep, trial, step, *value, may_stop);
+  }
+  trial.NoteReport(report.report_id, report.step);
+  trial.last_report = std::move(report);
+  return absl::OkStatus();
 }
 
-void ReportIntake::Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double value) {
+void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial,
+                        const std::vector<JournalEntry>& entries) {
+  TrialRecord& rec = trial.rec;
+  if (v1::IsFinal(rec.state)) return;
+  absl::StatusOr<std::vector<ReportRecord>> stored = store_.LoadReports(rec.id);
+  if (!stored.ok()) {
+    spdlog::warn("trial {}: cannot read its stored reports ({}); its journal is not read", rec.id,
+                 stored.status().ToString());
+    return;
+  }
+  std::set<int64_t> have;
+  for (const ReportRecord& r : *stored) have.insert(r.report_id);
+  int taken = 0;
+  for (const JournalEntry& e : entries) {
+    if (!have.insert(e.id).second) continue;
+    v1::ReportRequest req;
+    req.set_trial_id(rec.id);
+    if (e.step) req.set_step(*e.step);
+    for (const auto& [k, v] : e.metrics) (*req.mutable_metrics())[k] = v;
+    req.set_report_id(e.id);
+    req.set_time(absl::ToDoubleSeconds(e.time - absl::UnixEpoch()));
+    absl::Status s = Validate(req, rec.id);
+    if (s.ok()) s = Take(sweep, trial, req, /*may_stop=*/false);
+    if (!s.ok()) {
+      spdlog::warn("trial {}: a report from its journal is skipped: {}", rec.id, s.ToString());
+      continue;
+    }
+    ++taken;
+  }
+  if (taken > 0) {
+    spdlog::info("trial {}: {} report(s) it made while hpod was away taken from its journal",
+                 rec.id, taken);
+  }
+}
+
+void ReportIntake::Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double value,
+                         bool may_stop) {
   const Objective& objective = sweep.spec().objective;
   std::optional<algorithms::StopDecision> verdict;
   if (sweep.plan.keeps_curves) {
@@ -174,7 +229,7 @@ void ReportIntake::Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double
     // The trial that reached the goal ends well, as a completed one.
     if (trial.rec.stop_state == v1::TRIAL_STATE_STOPPED)
       trial.rec.stop_reason = "reached the sweep's goal";
-  } else if (!trial.stop_requested() && verdict &&
+  } else if (may_stop && !trial.stop_requested() && verdict &&
              verdict->decision == algorithms::Decision::kStop) {
     lifecycle_.RequestStop(sweep, trial, v1::TRIAL_STATE_STOPPED, verdict->reason,
                            sweep.spec().stop_grace);

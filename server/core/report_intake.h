@@ -3,7 +3,8 @@
 // and the report (metric names, finite values, the step's range), recognizes a client's retry
 // of a report that is stored already, stores the report, applies it to the trial's record,
 // tells the stopper the new point and answers continue or stop (early stopping, or the sweep's
-// goal reached).
+// goal reached). Reports a trial kept in its journal while hpod was away come in late, through
+// the report call when hpod answers again, or through Late when the trial ended first.
 //
 // Threads: the controller's thread only (inside a batch; the reply is sent after its commit).
 // Errors: UNAUTHENTICATED (unknown trial or wrong token: the caller cannot tell which),
@@ -11,10 +12,12 @@
 // UNAVAILABLE (the store cannot be written now; the client retries).
 
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/clock.h"
+#include "common/report_journal.h"
 #include "hpo/v1/hpo.pb.h"
 #include "server/core/sweep_table.h"
 #include "server/core/trial_lifecycle.h"
@@ -53,15 +56,23 @@ class ReportIntake {
 
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
                                                           absl::string_view token);
+  // Reports a trial left in its journal when its command ended (TrialLifecycle::LateReports):
+  // each one hpod has not stored yet (by its id) is stored and applied as if it had come in
+  // time, but a stop it would decide comes too late to apply. A report that fails the checks
+  // is skipped and logged.
+  void Late(Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries);
 
  private:
+  // Stores a checked report of a trial that has not ended, applies it and judges it (with
+  // `may_stop`, a stop the stopper decides is requested).
+  [[nodiscard]] absl::Status Take(Sweep& sweep, TrialRuntime& trial, const v1::ReportRequest& req,
+                                  bool may_stop);
   // Checks what can be checked without state; INVALID_ARGUMENT naming the trial otherwise.
   [[nodiscard]] static absl::Status Validate(const v1::ReportRequest& req, int64_t trial_id);
   // True when `report` repeats the trial's last stored one (a client's retry).
-  static bool IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req,
-                      const ReportRecord& report);
+  static bool IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req);
   // The stopper and the goal, once the report brought a point of the objective metric.
-  void Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double value);
+  void Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double value, bool may_stop);
 
   SweepTable& table_;
   Store& store_;

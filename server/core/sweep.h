@@ -47,6 +47,24 @@ struct TrialRuntime {
   // same step and metrics) is a client's retry of a report whose reply it never got (the
   // daemon went away), and is not stored twice.
   std::optional<ReportRecord> last_report;
+  // The ids of the trial's last reports and the steps they were stored under (at most
+  // kRecentReports, oldest first): a report sent again from a trial's journal whose cursor fell
+  // behind (it could not be written) is known by its id, and stored no second time.
+  static constexpr size_t kRecentReports = 256;
+  std::deque<std::pair<int64_t, int64_t>> recent_reports;
+  void NoteReport(int64_t report_id, int64_t step) {
+    if (report_id == 0) return;
+    if (recent_reports.size() == kRecentReports) recent_reports.pop_front();
+    recent_reports.emplace_back(report_id, step);
+  }
+  // The step a report with this id was stored under, if it is among the recent ones.
+  std::optional<int64_t> StoredStep(int64_t report_id) const {
+    if (report_id == 0) return std::nullopt;
+    for (auto it = recent_reports.rbegin(); it != recent_reports.rend(); ++it) {
+      if (it->first == report_id) return it->second;
+    }
+    return std::nullopt;
+  }
   // The trial's directory (TrialFiles::Prepare): a trial launches once it is ready.
   enum class Files { kNone, kPreparing, kReady };
   Files files = Files::kNone;

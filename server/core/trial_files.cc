@@ -11,6 +11,10 @@ namespace hpo::server {
 
 absl::Status PrepareTrialDir(const std::string& dir) { return MakeDirs(dir, 0755); }
 
+absl::StatusOr<std::vector<JournalEntry>> ReadUnsentReports(const std::string& trial_dir) {
+  return ReportJournal(trial_dir).Unsent();
+}
+
 absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path, int64_t max_bytes) {
   TrialFiles::LogTail tail;
   absl::StatusOr<std::string> data = TailFile(path, max_bytes, &tail.truncated);
@@ -84,6 +88,24 @@ void ThreadedTrialFiles::Remove(std::vector<std::string> dirs, RemoveDone done) 
   cv_.notify_one();
 }
 
+void ThreadedTrialFiles::ReadJournal(int64_t trial_id, std::string trial_dir) {
+  {
+    std::lock_guard lock(mu_);
+    Job job;
+    job.dir = std::move(trial_dir);
+    job.journal_of = trial_id;
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::vector<TrialFiles::JournalRead> ThreadedTrialFiles::PollJournals() {
+  std::lock_guard lock(mu_);
+  std::vector<JournalRead> out;
+  out.swap(journals_);
+  return out;
+}
+
 void ThreadedTrialFiles::SetWakeup(std::function<void()> wake) {
   std::lock_guard lock(mu_);
   wake_ = std::move(wake);
@@ -111,6 +133,13 @@ void ThreadedTrialFiles::Loop() {
       if (job.done) {
         job.done(ReadLogTail(job.path, job.max_bytes));
         lock.lock();
+        continue;
+      }
+      if (job.journal_of != 0) {
+        absl::StatusOr<std::vector<JournalEntry>> entries = ReadUnsentReports(job.dir);
+        lock.lock();
+        journals_.push_back({job.journal_of, std::move(entries)});
+        news = true;
         continue;
       }
       if (job.removed) {

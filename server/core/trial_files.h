@@ -27,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/report_journal.h"
 
 namespace hpo::server {
 
@@ -40,6 +41,12 @@ class TrialFiles {
     std::string data;
     bool truncated = false;  // the file is longer than what was read
     bool missing = false;    // there is no such file (yet)
+  };
+  // The reports a trial left in its journal past the cursor (report_journal.h), read when it
+  // ended: those hpod may not have yet.
+  struct JournalRead {
+    int64_t trial_id = 0;
+    absl::StatusOr<std::vector<JournalEntry>> entries;
   };
   using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
   using RemoveDone = std::function<void(absl::Status)>;
@@ -55,6 +62,10 @@ class TrialFiles {
   virtual void Tail(std::string path, int64_t max_bytes, TailDone done) = 0;
   // Removes each directory with everything in it (`hpo rm`), then calls `done`.
   virtual void Remove(std::vector<std::string> dirs, RemoveDone done) = 0;
+  // Reads the journal of trial `trial_id` in `trial_dir`; the outcome is in a later
+  // PollJournals.
+  virtual void ReadJournal(int64_t trial_id, std::string trial_dir) = 0;
+  virtual std::vector<JournalRead> PollJournals() = 0;
   virtual void SetWakeup(std::function<void()> wake) = 0;
 };
 
@@ -69,6 +80,8 @@ class ThreadedTrialFiles final : public TrialFiles {
   [[nodiscard]] absl::Status Health() const override;
   void Tail(std::string path, int64_t max_bytes, TailDone done) override;
   void Remove(std::vector<std::string> dirs, RemoveDone done) override;
+  void ReadJournal(int64_t trial_id, std::string trial_dir) override;
+  std::vector<JournalRead> PollJournals() override;
   void SetWakeup(std::function<void()> wake) override;
 
  private:
@@ -79,6 +92,7 @@ class ThreadedTrialFiles final : public TrialFiles {
     TailDone done;
     std::vector<std::string> remove;  // Remove
     RemoveDone removed;
+    int64_t journal_of = 0;  // ReadJournal: the trial (its directory in `dir`)
   };
   void Loop();
 
@@ -87,6 +101,7 @@ class ThreadedTrialFiles final : public TrialFiles {
   std::deque<Job> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<Job> waiting_ ABSL_GUARDED_BY(mu_);  // Prepare jobs that met a full disk
   std::vector<Prepared> done_ ABSL_GUARDED_BY(mu_);
+  std::vector<JournalRead> journals_ ABSL_GUARDED_BY(mu_);
   absl::Status health_ ABSL_GUARDED_BY(mu_);
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -97,6 +112,9 @@ class ThreadedTrialFiles final : public TrialFiles {
 [[nodiscard]] absl::Status PrepareTrialDir(const std::string& dir);
 // Removes the directories and what is in them; one that is not there is no error.
 [[nodiscard]] absl::Status RemoveTrees(const std::vector<std::string>& dirs);
+// The reports past the cursor of the journal in `trial_dir` (none when it has no journal).
+[[nodiscard]] absl::StatusOr<std::vector<JournalEntry>> ReadUnsentReports(
+    const std::string& trial_dir);
 // Reads the end of a log; a missing file is an empty tail with `missing` set.
 [[nodiscard]] absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path,
                                                               int64_t max_bytes);

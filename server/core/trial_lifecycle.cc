@@ -33,6 +33,7 @@ bool TrialLifecycle::Writable() const { return store_.Health().ok() && files_.He
 
 void TrialLifecycle::Tick() {
   for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
+  PollJournals();
   PollFiles();
   EnforceStops();
   for (auto& [id, sweep] : table_.sweeps()) {

@@ -21,6 +21,7 @@
 // trial's fault, LOST when it is the infrastructure's) or is logged.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -50,6 +51,12 @@ class TrialLifecycle {
                  TrialFiles& files, EventPublisher& events, const Clock& clock);
 
   void set_report_endpoint(std::string endpoint) { options_.report_endpoint = std::move(endpoint); }
+  // Reports a trial left in its journal that hpod may not have: when a trial's command ends,
+  // hpod reads its journal (off this thread, TrialFiles) and hands what is past the journal's
+  // cursor to `late` before it records the end, so that reports made while hpod was away
+  // count. (The controller gives ReportIntake::Late.)
+  using LateReports = std::function<void(Sweep&, TrialRuntime&, const std::vector<JournalEntry>&)>;
+  void set_late_reports(LateReports late) { late_reports_ = std::move(late); }
   const Options& options() const { return options_; }
   // False while the store or the sweeps file system cannot be written.
   bool Writable() const;
@@ -109,7 +116,11 @@ class TrialLifecycle {
   static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
   // Trial directories asked for ahead: up to this many of a sweep's next trials.
   static constexpr int64_t kDirsAhead = 16;
-  void HandleBackendEvent(const backend::BackendEvent& e);
+  // `journal_read`: an end whose journal was read already (else it waits for the read).
+  void HandleBackendEvent(const backend::BackendEvent& e, bool journal_read = false);
+  // Journals read since the last call: their late reports, then the ends that waited for them.
+  // With `now`, reads those still waiting on this thread first (shutdown).
+  void PollJournals(bool now = false);
   // The directories TrialFiles made since the last call.
   void PollFiles();
   void ApplyPrepared(const TrialFiles::Prepared& p);
@@ -151,6 +162,8 @@ class TrialLifecycle {
   std::set<int64_t> dirty_;      // ids of trials with unsaved progress
   std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
   std::map<std::string, std::pair<int64_t, int64_t>> dir_requests_;  // dir -> (sweep, number)
+  std::map<int64_t, backend::BackendEvent> journal_waits_;  // ends waiting for their journal
+  LateReports late_reports_;
 };
 
 }  // namespace hpo::server

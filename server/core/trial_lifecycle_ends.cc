@@ -18,7 +18,7 @@
 
 namespace hpo::server {
 
-void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
+void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool journal_read) {
   if (e.kind == backend::BackendEvent::Kind::kAllocation) {
     NoteAllocation(e.allocation);
     return;
@@ -26,6 +26,13 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
   auto [sweep, trial] = table_.FindTrial(e.trial_id);
   if (trial == nullptr || v1::IsFinal(trial->rec.state)) return;
   TrialRecord& rec = trial->rec;
+  bool ends = e.kind == backend::BackendEvent::Kind::kExited ||
+              e.kind == backend::BackendEvent::Kind::kLost;
+  if (ends && !journal_read && !rec.trial_dir.empty()) {
+    // Reports the trial made while hpod was away count before its end does.
+    if (journal_waits_.emplace(rec.id, e).second) files_.ReadJournal(rec.id, rec.trial_dir);
+    return;
+  }
   switch (e.kind) {
     case backend::BackendEvent::Kind::kStarted:
       if (rec.state != v1::TRIAL_STATE_RUNNING) {  // else re-adopted
@@ -96,11 +103,39 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e) {
   }
 }
 
+void TrialLifecycle::PollJournals(bool now) {
+  std::vector<TrialFiles::JournalRead> reads = files_.PollJournals();
+  if (now) {
+    for (const auto& [id, e] : journal_waits_) {
+      auto [sweep, trial] = table_.FindTrial(id);
+      if (trial != nullptr) reads.push_back({id, ReadUnsentReports(trial->rec.trial_dir)});
+    }
+  }
+  for (TrialFiles::JournalRead& read : reads) {
+    auto wait = journal_waits_.find(read.trial_id);
+    if (wait == journal_waits_.end()) continue;
+    backend::BackendEvent e = std::move(wait->second);
+    journal_waits_.erase(wait);
+    auto [sweep, trial] = table_.FindTrial(read.trial_id);
+    if (trial == nullptr || v1::IsFinal(trial->rec.state)) continue;
+    if (!read.entries.ok()) {
+      spdlog::warn(
+          "trial {}: its report journal cannot be read ({}); reports it kept there "
+          "are not counted",
+          read.trial_id, read.entries.status().ToString());
+    } else if (!read.entries->empty() && late_reports_) {
+      late_reports_(*sweep, *trial, *read.entries);
+    }
+    HandleBackendEvent(e, /*journal_read=*/true);
+  }
+}
+
 void TrialLifecycle::EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState state,
                               std::string message) {
   TrialRecord& rec = trial.rec;
   rec.state = state;
   rec.message = std::move(message);
+  std::deque<std::pair<int64_t, int64_t>>().swap(trial.recent_reports);  // no more reports
   rec.ended_at = clock_.Now();
   if (std::optional<absl::Time> start = SegmentStart(rec)) {
     rec.gpu_seconds += sweep.SegmentGpuSeconds(rec, *start, *rec.ended_at);

@@ -214,6 +214,11 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const Sweep& sweep,
   }
   launch.env = spec.env;
   launch.env["HPO_ENDPOINT"] = options_.report_endpoint;
+  // Where hpod says it listens now: a reporter that misses HPO_ENDPOINT looks there, so that
+  // trials follow a hpod that came back elsewhere (another port, another node).
+  if (!options_.data_dir.root().empty()) {
+    launch.env["HPO_ENDPOINT_FILE"] = options_.data_dir.endpoint_path();
+  }
   if (!options_.tls_ca.empty()) launch.env["HPO_TLS_CA"] = options_.tls_ca;
   launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
   launch.env["HPO_TRIAL_ID"] = std::to_string(rec.id);

@@ -102,6 +102,7 @@ void TrialLifecycle::FinishSweep(Sweep& sweep, v1::SweepState state, const std::
 }
 
 void TrialLifecycle::EndAllLost() {
+  PollJournals(/*now=*/true);  // ends known already are what they are, not LOST
   for (auto& [id, sweep] : table_.sweeps()) {
     // The backend releases what it holds as hpod exits: the allocations' cost ends now.
     for (const auto& [alloc_id, a] : sweep->allocations()) {

@@ -101,6 +101,11 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       ->capture_default_str();
   app.add_flag("--no-durable", f.no_durable,
                "commit without fsync (faster; a power loss may lose the last moments)");
+  app.add_option("--store-mode", f.store_mode,
+                 "how the store is opened: auto (exclusive on NFS, Lustre, GPFS), shared (WAL "
+                 "with shared memory, local disks), exclusive (WAL without shared memory)")
+      ->check(CLI::IsMember({"auto", "shared", "exclusive"}))
+      ->capture_default_str();
   app.add_flag("--check-flags", f.check_flags, "check these flags and exit (0: they are valid)")
       ->group("");
   try {

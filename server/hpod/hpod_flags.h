@@ -23,6 +23,9 @@ struct HpodFlags {
   bool insecure_listen = false;           // allow a non-loopback --listen / --dashboard without TLS
   std::string dashboard_idle = "8h";      // a dashboard session ends after this long unused
   bool no_durable = false;
+  // auto: exclusive on a network file system (NFS, Lustre, GPFS), shared on a local one;
+  // shared: WAL with its shared-memory index; exclusive: WAL without it, one connection.
+  std::string store_mode = "auto";
   bool check_flags = false;  // only check the flags (`hpo daemon start` does, before starting)
 };
 

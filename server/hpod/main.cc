@@ -19,8 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/daemon_lock.h"
 #include "common/data_dir.h"
 #include "common/duration.h"
+#include "common/file_system.h"
 #include "common/files.h"
 #include "common/version.h"
 #include "hpo/v1/states.h"
@@ -60,22 +62,6 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
-// One daemon per data directory: an exclusive flock held for the daemon's life.
-absl::Status LockDataDir(const hpo::DataDir& data_dir) {
-  std::string path = data_dir.lock_path();
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno),
-                                               " (hpod needs a writable data directory)"));
-  }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    return absl::FailedPreconditionError(
-        absl::StrCat("another hpod already runs for ", data_dir.root()));
-  }
-  return absl::OkStatus();  // the descriptor stays open, and the lock held, until exit
-}
-
 void WriteOrWarn(const std::string& path, const std::string& text) {
   if (absl::Status s = hpo::WriteFileAtomic(path, text, 0600); !s.ok()) {
     spdlog::warn("cannot write {}: {}", path, s.ToString());
@@ -102,7 +88,11 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (!flags.log_file.empty()) {
     spdlog::set_default_logger(spdlog::basic_logger_mt("hpod", flags.log_file));
+    // What hpod says at info and above is on disk at once: a kill -9 loses none of it (those
+    // lines are few: starts, recoveries, sweeps and trials ending early); debug lines go within
+    // a second.
     spdlog::flush_every(std::chrono::seconds(1));
+    spdlog::flush_on(spdlog::level::info);
   }
   if (flags.log_format == "json") {
     spdlog::set_formatter(std::make_unique<hpo::server::JsonLogFormatter>());
@@ -118,7 +108,19 @@ int main(int argc, char** argv) {
                              " is too long for a Unix socket (max ~100 bytes); use a shorter "
                              "HPO_DATA_DIR"));
   }
-  if (absl::Status s = LockDataDir(data_dir); !s.ok()) return Fail(std::string(s.message()));
+  // One daemon per data directory, also across hosts that share it; held until hpod exits,
+  // after the store closed.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const char* job = std::getenv("SLURM_JOB_ID");
+  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), host, job != nullptr ? job : "");
+  if (!lock.ok()) return Fail(std::string(lock.status().message()));
+  if (const auto& gone = (*lock)->replaced()) {
+    spdlog::warn(
+        "the data directory was held by hpod on {} (pid {}{}{}), silent since {}: taken over",
+        gone->host, gone->pid, gone->job.empty() ? "" : ", Slurm job ", gone->job,
+        absl::FormatTime(gone->seen));
+  }
   // Last out: what goes after it (the backend releasing its allocations) still logs.
   struct LogsLast {
     bool started = false;
@@ -133,7 +135,16 @@ int main(int argc, char** argv) {
   hpo::server::SqliteStore::Options store_options;
   store_options.durable = !flags.no_durable;
   store_options.report_flush_interval = absl::Milliseconds(flags.report_flush_ms);
+  // SQLite's shared-memory WAL index does not work across hosts: on a network file system the
+  // store is held by this one connection.
+  std::string network_fs = hpo::NetworkFileSystem(data_dir.root());
+  store_options.exclusive =
+      flags.store_mode == "exclusive" || (flags.store_mode == "auto" && !network_fs.empty());
   auto store = hpo::server::SqliteStore::Open(data_dir.db_path(), store_options);
+  if (store.ok() && store_options.exclusive) {
+    spdlog::info("the store is held by this hpod alone (WAL without shared memory){}",
+                 network_fs.empty() ? "" : absl::StrCat(": its directory is on ", network_fs));
+  }
   if (!store.ok()) return Fail(store.status().ToString());
 
   sigset_t signals = BlockStopSignals();

@@ -29,14 +29,23 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
     return absl::UnavailableError(absl::StrCat("cannot open the store ", path, ": ", msg));
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(db, path, options));
-  sqlite3_busy_timeout(db, 5000);
+  // Held alone, nobody else ever has the file: waiting for it would only delay the error.
+  sqlite3_busy_timeout(db, options.exclusive ? 0 : 5000);
+  // Before WAL is entered: then SQLite keeps the WAL's index in this process's memory.
+  if (options.exclusive) {
+    if (absl::Status s = store->Exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
+  }
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON",
         options.durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"}) {
     if (absl::Status s = store->Exec(pragma); !s.ok()) return s;
   }
   if (absl::Status s = store->Migrate(); !s.ok()) return s;
-  for (const char* pragma : {"PRAGMA wal_autocheckpoint=0", "PRAGMA journal_size_limit=67108864"}) {
+  // Held alone, the store checkpoints on its own connection, after commits; with the shared
+  // index, a thread of its own does it (below).
+  for (const char* pragma :
+       {options.exclusive ? "PRAGMA wal_autocheckpoint=1000" : "PRAGMA wal_autocheckpoint=0",
+        "PRAGMA journal_size_limit=67108864"}) {
     if (absl::Status s = store->Exec(pragma); !s.ok()) return s;
   }
   if (absl::Status s = store->LoadNextIds(); !s.ok()) return s;
@@ -48,6 +57,9 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
     store->Exec("ROLLBACK").IgnoreError();
     return flushed;
   }
+  // Held alone: the writes above took the file's lock, which this connection keeps until it
+  // closes.
+  if (options.exclusive) return store;
   if (sqlite3_open_v2(path.c_str(), &store->checkpoint_db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, vfs) != SQLITE_OK) {
     return absl::UnavailableError(absl::StrCat("cannot open ", path, " for checkpoints"));

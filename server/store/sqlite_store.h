@@ -48,6 +48,11 @@ class SqliteStore final : public Store {
     // The SQLite VFS to open the file with; empty: SQLite's default. (Tests inject disk faults
     // through a VFS of their own.)
     std::string vfs;
+    // For a store on a network file system (NFS, Lustre, GPFS): WAL without shared memory. The
+    // file is held by this one connection for as long as it is open (locking_mode=EXCLUSIVE,
+    // so a second opener gets "database is locked"), and checkpoints run on it after commits
+    // (SQLite's autocheckpoint) instead of on a connection and thread of their own.
+    bool exclusive = false;
   };
   // Opens (creating) the database at `path` and migrates it to the current schema.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,

@@ -19,6 +19,14 @@ class InlineTrialFiles final : public server::TrialFiles {
   void Remove(std::vector<std::string> dirs, RemoveDone done) override {
     done(server::RemoveTrees(dirs));
   }
+  void ReadJournal(int64_t trial_id, std::string trial_dir) override {
+    journals_.push_back({trial_id, server::ReadUnsentReports(trial_dir)});
+  }
+  std::vector<JournalRead> PollJournals() override {
+    std::vector<JournalRead> out;
+    out.swap(journals_);
+    return out;
+  }
   void SetWakeup(std::function<void()>) override {}
 
   int prepared() const { return prepared_; }  // directories made
@@ -27,6 +35,7 @@ class InlineTrialFiles final : public server::TrialFiles {
   void Run(std::string dir);
   std::vector<std::string> waiting_;
   std::vector<Prepared> done_;
+  std::vector<JournalRead> journals_;
   absl::Status health_;
   int prepared_ = 0;
 };

@@ -16,7 +16,7 @@ cleanup() {
     echo "--- hpod.log (last 40 lines) ---" >&2
     tail -n 40 "$HPO_DATA_DIR/hpod.log" >&2
   fi
-  rm -rf "$HPO_DATA_DIR" "$WORK"
+  if [ -n "${HPO_KEEP_TEST_DIRS:-}" ]; then echo "kept $HPO_DATA_DIR $WORK" >&2; else rm -rf "$HPO_DATA_DIR" "$WORK"; fi
   exit $rc
 }
 trap cleanup EXIT

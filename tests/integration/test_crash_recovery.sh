@@ -2,8 +2,9 @@
 # kill -9 of hpod at several points of a sweep (and once `hpo daemon stop --keep-trials`), each
 # followed by a restart: running trials keep
 # running and are re-adopted, trials that ended while hpod was down get their true outcome
-# (completed, or failed with their exit code), reports made while it was down are retried by
-# `hpo report` and stored once, no trial is lost or run twice, the sweep finishes, one `hpo watch`
+# (completed, or failed with their exit code), reports made while it was down wait in the
+# trials' journals and are stored once (sent by the next `hpo report`, or read by hpod when the
+# trial ended), no trial is lost or run twice, the sweep finishes, one `hpo watch`
 # follows it across every restart, and the store passes SQLite's integrity check.
 source "$(dirname "$0")/lib.sh"
 
@@ -44,9 +45,14 @@ wait_for "[ \$(reports) -ge $((before + 10)) ]" 30
 crash
 start_daemon
 # 2b. A deliberate stop that leaves the trials running (as for an upgrade).
-wait_for "[ \$(reports) -ge $((before + 20)) ]" 30
+wait_for "[ \$(reports) -ge $((before + 20)) ] && [ \$(trial_processes $id) -gt 0 ]" 30
 hpo daemon stop --keep-trials >/dev/null
-[ "$(trial_processes "$id")" -gt 0 ] || fail "hpo daemon stop --keep-trials ended the trials"
+# The trials go on without hpod (their reports wait in their journals), so they may all have
+# ended by now, but by themselves: none was ended by a signal.
+if [ "$(trial_processes "$id")" -eq 0 ]; then
+  ! grep -l "^signal" "$HPO_DATA_DIR"/sweeps/"$id"/trials/*/hpo.exit ||
+    fail "hpo daemon stop --keep-trials ended the trials"
+fi
 start_daemon
 # 3. Down for 4 s: running trials finish meanwhile (their last reports wait for the daemon) and
 #    some end while no daemon runs at all.
@@ -61,7 +67,10 @@ grep -q "reconnecting" "$WORK/watch.err" || fail "hpo watch did not notice a res
 
 readopted=$(grep -c "re-adopted its running process group" "$HPO_DATA_DIR/hpod.log" || true)
 known=$(grep -c "ended while hpod was away" "$HPO_DATA_DIR/hpod.log" || true)
-[ "$readopted" -ge 3 ] || fail "expected running trials to be re-adopted, log shows $readopted"
+# Trials never wait for hpod, so some that ran at a crash may have ended before the restart
+# (their outcome learned after the fact); at least one restart found trials still running.
+[ "$readopted" -ge 1 ] && [ $((readopted + known)) -ge 3 ] ||
+  fail "expected running trials to be re-adopted or their ends learned: $readopted, $known"
 lost=$(sql "SELECT COUNT(*) FROM trials WHERE state='TRIAL_STATE_LOST'")
 [ "$lost" -eq 0 ] || fail "$lost trial(s) LOST: $(sql "SELECT id, message FROM trials WHERE state='TRIAL_STATE_LOST'")"
 [ "$(sql "SELECT COUNT(*) FROM trials")" -eq 12 ] || fail "expected 12 trials, no retries"

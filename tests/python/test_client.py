@@ -195,13 +195,14 @@ class ClientTest(unittest.TestCase):
 
     def test_a_retried_report_is_stored_once(self):
         # The trial's first report is stored but its reply is lost (hpod went away just then):
-        # the helper retries it with the same report id, and hpod answers it without storing it
-        # again, though it has no step to tell it by.
+        # it waits in the trial's journal, the trial goes on, and the next delivery sends it
+        # again with the same report id; hpod answers it without storing it again, though it
+        # has no step to tell it by.
         flaky = os.path.join(self.work, "flaky.py")
         with open(flaky, "w") as f:
             f.write(textwrap.dedent("""
                 import grpc
-                from hpo import client
+                from hpo import reporting
 
                 class LostReply(grpc.RpcError):
                     def code(self):
@@ -209,7 +210,7 @@ class ClientTest(unittest.TestCase):
                     def details(self):
                         return "the reply was lost"
 
-                reporter = client._Reporter()
+                reporter = reporting.Reporter()
                 real, ids = reporter.stub, []
                 class Flaky:
                     def Report(self, req, **kw):
@@ -219,9 +220,13 @@ class ClientTest(unittest.TestCase):
                             raise LostReply()
                         return reply
                 reporter.stub = Flaky()
-                assert reporter.report(None, {"loss": 2.0})
-                assert len(ids) == 2 and ids[0] == ids[1] != 0, ids
-                assert reporter.report(None, {"loss": 1.0})
+                assert reporter.report(None, {"loss": 2.0})  # no reply: it waits, the trial goes on
+                assert len(ids) == 1 and len(reporter.pending) == 1, ids
+                assert reporter.report(None, {"loss": 1.0})  # within the wait after a miss
+                assert len(ids) == 1 and len(reporter.pending) == 2, ids
+                stop, missed = reporter.deliver(now=True)
+                assert not stop and missed is None and not reporter.pending
+                assert len(ids) == 3 and ids[0] == ids[1] != 0, ids
             """))
         s = self.client.submit(self.spec(trials=1, command=[sys.executable, flaky]))
         st = s.wait(timeout=60)

@@ -5,19 +5,12 @@ import time
 
 import grpc
 
+from hpo.reporting import HpoError, Reporter, report  # noqa: F401 (report: the package's)
+from hpo.reporting import channel as _channel
 from hpo.v1 import hpo_pb2, hpo_pb2_grpc
 
 _STATE_PREFIX = {"trial": "TRIAL_STATE_", "sweep": "SWEEP_STATE_"}
 _FINAL_SWEEP = {"COMPLETED", "GOAL_REACHED", "CANCELED", "FAILED", "TIMED_OUT"}
-
-
-class HpoError(RuntimeError):
-    """A refused call: ``code`` is the gRPC status code, the message says what and where."""
-
-    def __init__(self, code, message):
-        super().__init__(f"{code.name}: {message}")
-        self.code = code
-        self.message = message
 
 
 def _data_dir():
@@ -47,14 +40,6 @@ def _ts(t):
         return None
     import pandas as pd
     return pd.Timestamp(t.seconds * 1_000_000_000 + t.nanos, unit="ns", tz="UTC")
-
-
-def _channel(endpoint, tls_ca_file):
-    """An insecure channel, or a TLS one trusting the PEM CA in ``tls_ca_file``."""
-    if not tls_ca_file:
-        return grpc.insecure_channel(endpoint)
-    with open(tls_ca_file, "rb") as f:
-        return grpc.secure_channel(endpoint, grpc.ssl_channel_credentials(root_certificates=f.read()))
 
 
 class Client:
@@ -354,9 +339,6 @@ class Sweep:
             raise HpoError(e.code(), e.details()) from None
 
 
-_reporter = None
-
-
 class ExternalTrial:
     """A trial hpod proposed and something else runs (``Sweep.ask()``)."""
 
@@ -365,7 +347,7 @@ class ExternalTrial:
         self.id = asked.trial.id
         self.number = asked.trial.number
         self.params = {k: _value(v) for k, v in sorted(asked.trial.params.items())}
-        self._reporter = _Reporter(asked.endpoint, asked.trial.id, asked.token)
+        self._reporter = Reporter(asked.endpoint, asked.trial.id, asked.token)
 
     def __repr__(self):
         return f"ExternalTrial({self.id}, {self.params})"
@@ -382,50 +364,3 @@ class ExternalTrial:
         r = self.client._call("Tell", hpo_pb2.TellRequest(trial_id=self.id, state=states[state],
                                                          message=message))
         return _state("trial", r.trial.state)
-
-
-def report(step=None, **metrics):
-    """Inside a trial: pushes metrics (e.g. ``report(step=3, val_acc=0.91)``).
-
-    Returns True to go on, False when hpod asks the trial to stop (checkpoint and exit).
-    Reads HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN; retries while hpod is unavailable.
-    """
-    global _reporter
-    if _reporter is None:
-        _reporter = _Reporter()
-    return _reporter.report(step, metrics)
-
-
-class _Reporter:
-    def __init__(self, endpoint=None, trial_id=None, token=None):
-        if endpoint is not None:
-            self.endpoint, self.trial_id, self.token = endpoint, trial_id, token
-        else:
-            try:
-                self.endpoint = os.environ["HPO_ENDPOINT"]
-                self.trial_id = int(os.environ["HPO_TRIAL_ID"])
-                self.token = os.environ["HPO_TRIAL_TOKEN"]
-            except KeyError as e:
-                raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
-                               f"not inside an hpod trial: {e.args[0]} is not set") from None
-        self.channel = _channel(self.endpoint, os.environ.get("HPO_TLS_CA") or None)
-        self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
-
-    def report(self, step, metrics):
-        # One id for this report and all its retries: hpod stores it once even when a reply was
-        # lost to a restart of the daemon.
-        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics={k: float(v) for k, v in metrics.items()},
-                                    report_id=secrets.randbits(63) | 1)
-        if step is not None:
-            req.step = int(step)
-        delay = 0.1
-        for attempt in range(8):
-            try:
-                r = self.stub.Report(req, timeout=30, wait_for_ready=True,
-                                     metadata=(("authorization", "Bearer " + self.token),))
-                return r.action != hpo_pb2.ReportResponse.ACTION_STOP
-            except grpc.RpcError as e:
-                if e.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) or attempt == 7:
-                    raise HpoError(e.code(), e.details()) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 5)

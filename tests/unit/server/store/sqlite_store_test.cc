@@ -193,6 +193,42 @@ TEST(SqliteStore, UsesWalAndRefusesANewerSchema) {
   EXPECT_NE(store.status().message().find("newer hpod"), std::string::npos);
 }
 
+TEST(SqliteStore, HeldAloneItUsesNoSharedMemoryAndKeepsOthersOut) {
+  // A store on a network file system: WAL without its shared-memory index, one connection.
+  TempDir dir;
+  SqliteStore::Options exclusive;
+  exclusive.exclusive = true;
+  {
+    auto store = SqliteStore::Open(dir.Db(), exclusive);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_FALSE(std::filesystem::exists(dir.Db() + "-shm"));
+    ASSERT_TRUE((*store)->Begin().ok());
+    int64_t sweep = *(*store)->InsertSweep(Sweep());
+    ASSERT_TRUE((*store)->InsertTrial(Trial(sweep, 0)).ok());
+    ASSERT_TRUE((*store)->Commit().ok());
+    // Nobody else opens it meanwhile, in either mode, and at once.
+    absl::Time before = absl::Now();
+    auto other = SqliteStore::Open(dir.Db(), exclusive);
+    EXPECT_TRUE(absl::IsUnavailable(other.status())) << other.status();
+    EXPECT_LT(absl::Now() - before, absl::Seconds(2));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.Db().c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, "SELECT COUNT(*) FROM trials", nullptr, nullptr, nullptr),
+              SQLITE_BUSY);
+    sqlite3_close(db);
+    // Its own commits checkpoint the WAL as they go.
+    for (int i = 1; i < 400; ++i) {
+      ASSERT_TRUE((*store)->Begin().ok());
+      ASSERT_TRUE((*store)->InsertTrial(Trial(sweep, i)).ok());
+      ASSERT_TRUE((*store)->Commit().ok());
+    }
+  }
+  // Closed, it is free again, with everything in it.
+  auto reopened = SqliteStore::Open(dir.Db(), exclusive);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->LoadTrials(1)->size(), 400u);
+}
+
 TEST(SqliteStore, MigratesAnEmptyVersionZeroFile) {
   TempDir dir;
   std::string path = dir.Db();

@@ -1,0 +1,265 @@
+"""Reporting from inside a trial, in a way that never stalls or fails it for hpod's absence.
+
+Each report is first appended to the trial's journal ($HPO_TRIAL_DIR/reports.journal), then
+handed to hpod with a deadline ($HPO_REPORT_TIMEOUT seconds, default 5). While hpod does not
+answer, reports wait in the journal and go, in order, with the next report that reaches it;
+after a miss the reporter waits before it tries again (1 s while hpod's host refuses the
+connection, doubling up to 30 s while calls run into their deadline), and the trial goes on
+meanwhile. Reports still waiting when the trial ends are read by hpod from the journal.
+Every report has an id of its own, so hpod stores each once, whichever way it came.
+
+The journal is the one `hpo report` and `hpo exec` write (common/report_journal.h): one line
+per report, ``<id> <step or -> <unix time> <metric>=<value> ...``, and a cursor file
+(reports.sent), ``<offset> <retry after, unix ms> <backoff ms>``.
+"""
+import os
+import secrets
+import time
+
+import grpc
+
+from hpo.v1 import hpo_pb2, hpo_pb2_grpc
+
+FIRST_BACKOFF = 1.0
+MAX_BACKOFF = 30.0
+_JOURNAL = "reports.journal"
+_CURSOR = "reports.sent"
+_UNREACHED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+              grpc.StatusCode.CANCELLED, grpc.StatusCode.ABORTED)
+
+
+class HpoError(RuntimeError):
+    """A refused call: ``code`` is the gRPC status code, the message says what and where."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+        self.message = message
+
+
+def channel(endpoint, tls_ca_file, options=()):
+    """An insecure channel, or a TLS one trusting the PEM CA in ``tls_ca_file``."""
+    if not tls_ca_file:
+        return grpc.insecure_channel(endpoint, options=options)
+    with open(tls_ca_file, "rb") as f:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    return grpc.secure_channel(endpoint, creds, options=options)
+
+
+def _timeout():
+    try:
+        t = float(os.environ.get("HPO_REPORT_TIMEOUT", ""))
+        return t if t > 0 else 5.0
+    except ValueError:
+        return 5.0
+
+
+def _line(entry):
+    rid, step, metrics, made = entry
+    fields = [str(rid), "-" if step is None else str(int(step)), f"{made:.6f}"]
+    for name, value in sorted(metrics.items()):
+        if not name or any(c in name for c in " \t\r\n="):
+            raise HpoError(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"metric name '{name}' is empty or holds a blank or '='")
+        fields.append(f"{name}={float(value)!r}")
+    return " ".join(fields) + "\n"
+
+
+def _parse(text, start):
+    """Entries of journal text read from byte ``start``: (entry, end offset) pairs."""
+    out, pos = [], 0
+    while True:
+        nl = text.find(b"\n", pos)
+        if nl < 0:
+            return out  # a line still being written
+        f = text[pos:nl].decode("utf-8", "replace").split()
+        pos = nl + 1
+        try:
+            metrics = {}
+            for m in f[3:]:
+                k, v = m.split("=", 1)
+                metrics[k] = float(v)
+            if len(f) >= 4 and k and int(f[0]) != 0:
+                out.append(((int(f[0]), None if f[1] == "-" else int(f[1]), metrics, float(f[2])),
+                            start + pos))
+        except ValueError:
+            pass  # a malformed line: skipped, as hpod skips it
+
+
+class Reporter:
+    """One trial's reports (see the module's text). Without a trial directory (a trial that
+    something else runs), a report waits for hpod instead, a minute at most, and a refusal or
+    hpod's absence raises HpoError."""
+
+    def __init__(self, endpoint=None, trial_id=None, token=None, trial_dir=None):
+        if endpoint is not None:
+            self.endpoint, self.trial_id, self.token = endpoint, trial_id, token
+        else:
+            try:
+                self.endpoint = os.environ["HPO_ENDPOINT"]
+                self.trial_id = int(os.environ["HPO_TRIAL_ID"])
+                self.token = os.environ["HPO_TRIAL_TOKEN"]
+            except KeyError as e:
+                raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                               f"not inside an hpod trial: {e.args[0]} is not set") from None
+            trial_dir = os.environ.get("HPO_TRIAL_DIR") or None
+        # Where hpod says it listens now (its data directory's endpoint file), followed after a
+        # miss: hpod may have come back on another port or node.
+        self.endpoint_file = os.environ.get("HPO_ENDPOINT_FILE") if endpoint is None else None
+        self.tls_ca = os.environ.get("HPO_TLS_CA") or None
+        self._connect()
+        self.timeout = _timeout()
+        self.journal = os.path.join(trial_dir, _JOURNAL) if trial_dir else None
+        self.cursor = os.path.join(trial_dir, _CURSOR) if trial_dir else None
+        self.sent, self.retry_after, self.backoff = self._read_cursor()
+        self.pending = self._unsent()  # [(entry, end offset or 0)]
+
+    def _connect(self):
+        # Quick to reconnect once hpod is back (gRPC's own backoff grows to two minutes).
+        options = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
+                   ("grpc.max_reconnect_backoff_ms", 2000)]
+        self.channel = channel(self.endpoint, self.tls_ca, options)
+        self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
+
+    def _follow(self):
+        """After a miss: True when the endpoint file names another address, now this one's."""
+        if not self.endpoint_file:
+            return False
+        try:
+            with open(self.endpoint_file) as f:
+                now = f.read().strip()
+        except OSError:
+            return False
+        if not now or now == self.endpoint:
+            return False
+        self.endpoint = now
+        self._connect()
+        return True
+
+    def _read_cursor(self):
+        try:
+            with open(self.cursor) as f:
+                sent, retry_ms, backoff_ms = (int(x) for x in f.read().split())
+            if backoff_ms > 0:
+                return sent, retry_ms / 1000.0, backoff_ms / 1000.0
+            return sent, 0.0, 0.0
+        except (OSError, TypeError, ValueError):
+            return 0, 0.0, 0.0
+
+    def _write_cursor(self):
+        if not self.cursor:
+            return
+        tmp = self.cursor + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                f.write(f"{self.sent} {int(self.retry_after * 1000) if self.backoff else 0} "
+                        f"{int(self.backoff * 1000)}\n")
+            os.replace(tmp, self.cursor)
+        except OSError:
+            pass
+
+    def _unsent(self):
+        if not self.journal:
+            return []
+        try:
+            with open(self.journal, "rb") as f:
+                f.seek(self.sent)
+                return _parse(f.read(), self.sent)
+        except OSError:
+            return []
+
+    def _record(self, step, metrics):
+        entry = (secrets.randbits(63) | 1, None if step is None else int(step),
+                 {k: float(v) for k, v in metrics.items()}, time.time())
+        line = _line(entry)
+        end = 0
+        if self.journal:
+            try:
+                with open(self.journal, "ab") as f:
+                    f.write(line.encode())
+                    end = f.tell()
+            except OSError:
+                end = 0  # not written: it waits in memory
+        self.pending.append((entry, end))
+
+    def _send(self, entry):
+        rid, step, metrics, made = entry
+        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics=metrics, report_id=rid, time=made)
+        if step is not None:
+            req.step = step
+        return self.stub.Report(req, timeout=self.timeout,
+                                metadata=(("authorization", "Bearer " + self.token),))
+
+    def deliver(self, now=False):
+        """Hands the waiting reports to hpod, oldest first. Returns (stop, missed): whether hpod
+        asked the trial to stop, and the gRPC error when it was not reached (else None)."""
+        stop, followed = False, False
+        if not now and self.backoff and time.time() < self.retry_after:
+            return stop, None
+        while self.pending:
+            entry, end = self.pending[0]
+            sent = time.time()
+            try:
+                reply = self._send(entry)
+            except grpc.RpcError as e:
+                if e.code() in _UNREACHED and not followed and self._follow():
+                    followed = True  # hpod listens elsewhere now: once
+                    continue
+                if e.code() in _UNREACHED:
+                    # A refused connection costs nothing to try again; only calls that ran into
+                    # their deadline (a host that does not answer) make the wait grow.
+                    slow = time.time() - sent >= FIRST_BACKOFF
+                    self.backoff = min(self.backoff * 2, MAX_BACKOFF) if self.backoff and slow else FIRST_BACKOFF
+                    self.retry_after = time.time() + self.backoff
+                    self._write_cursor()
+                    return stop, e
+                self._done(end)
+                raise HpoError(e.code(), e.details()) from None
+            self._done(end)
+            stop = stop or reply.action == hpo_pb2.ReportResponse.ACTION_STOP
+        return stop, None
+
+    def _done(self, end):
+        self.pending.pop(0)
+        moved = end > self.sent
+        missing = self.backoff > 0
+        self.sent = max(self.sent, end)
+        self.backoff, self.retry_after = 0.0, 0.0
+        if moved or missing:
+            self._write_cursor()
+
+    def _in_memory(self):
+        return any(end == 0 for _, end in self.pending)
+
+    def report(self, step, metrics):
+        self._record(step, metrics)
+        stop, missed = self.deliver()
+        if missed is not None and self._in_memory():
+            # No journal keeps these if this process ends (the trial has none, or it could not
+            # be written: a full disk): wait for hpod, a minute at most.
+            give_up = time.time() + 60
+            while missed is not None and self._in_memory() and time.time() < give_up:
+                time.sleep(max(0.0, min(self.retry_after, give_up) - time.time()))
+                more, missed = self.deliver(now=True)
+                stop = stop or more
+            if missed is not None and self._in_memory():
+                raise HpoError(missed.code(), missed.details())
+        return not stop
+
+
+_reporter = None
+
+
+def report(step=None, **metrics):
+    """Inside a trial: pushes metrics (e.g. ``report(step=3, val_acc=0.91)``).
+
+    Returns True to go on, False when hpod asks the trial to stop (checkpoint and exit). Never
+    waits for hpod longer than $HPO_REPORT_TIMEOUT and never fails for its absence: while hpod is
+    away, reports wait in the trial's journal and go when it answers (or hpod reads them when the
+    trial ends). Reads HPO_ENDPOINT, HPO_TRIAL_ID, HPO_TRIAL_TOKEN, HPO_TRIAL_DIR and
+    HPO_ENDPOINT_FILE (where hpod listens now, should it come back elsewhere).
+    """
+    global _reporter
+    if _reporter is None:
+        _reporter = Reporter()
+    return _reporter.report(step, metrics)

@@ -1,0 +1,224 @@
+#include "client/trial_reporter.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/client.h"
+#include "common/duration.h"
+#include "common/files.h"
+#include "common/fingerprint.h"
+#include "common/status_macros.h"
+#include "grpcpp/grpcpp.h"
+
+namespace hpo::client {
+namespace {
+
+std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint,
+                                             const std::string& tls_ca_pem) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
+  // The reporter keeps its own pace after a miss; the channel only has to be quick to
+  // reconnect once hpod is back (gRPC's own backoff grows to two minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
+}
+
+// A fingerprint of the trial, the step and the metrics: the same in every process; never 0.
+// The same report sent again by a new `hpo report` (one a checkpoint signal killed midway) is
+// known by it.
+int64_t ContentId(int64_t trial_id, int64_t step, const std::map<std::string, double>& metrics) {
+  std::string text = absl::StrCat(trial_id, " ", step);
+  for (const auto& [k, v] : metrics) absl::StrAppend(&text, " ", k, "=", absl::StrFormat("%a", v));
+  return static_cast<int64_t>(Fingerprint64(text) >> 1) | 1;
+}
+
+// hpod's answer says nothing about the report itself: it was not reached, or not in time.
+bool Unreached(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s) ||
+         absl::IsAborted(s);
+}
+
+}  // namespace
+
+absl::Duration ReportTimeout() {
+  const char* text = std::getenv("HPO_REPORT_TIMEOUT");
+  if (text == nullptr || *text == '\0') return TrialReporter::kDefaultTimeout;
+  absl::StatusOr<absl::Duration> d = ParseDuration(text);
+  if (!d.ok() || *d <= absl::ZeroDuration()) return TrialReporter::kDefaultTimeout;
+  return *d;
+}
+
+absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment() {
+  const char* endpoint = std::getenv("HPO_ENDPOINT");
+  const char* id = std::getenv("HPO_TRIAL_ID");
+  const char* token = std::getenv("HPO_TRIAL_TOKEN");
+  int64_t trial_id = 0;
+  if (endpoint == nullptr || id == nullptr || token == nullptr ||
+      !absl::SimpleAtoi(id, &trial_id)) {
+    return absl::FailedPreconditionError(
+        "not inside an hpod trial: HPO_ENDPOINT, HPO_TRIAL_ID and HPO_TRIAL_TOKEN must be set");
+  }
+  const char* dir = std::getenv("HPO_TRIAL_DIR");
+  const char* endpoint_file = std::getenv("HPO_ENDPOINT_FILE");
+  ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
+  return std::make_unique<TrialReporter>(endpoint, trial_id, token, dir != nullptr ? dir : "", ca,
+                                         endpoint_file != nullptr ? endpoint_file : "");
+}
+
+TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std::string token,
+                             const std::string& trial_dir, const std::string& tls_ca_pem,
+                             std::string endpoint_file)
+    : endpoint_(endpoint),
+      endpoint_file_(std::move(endpoint_file)),
+      tls_ca_pem_(tls_ca_pem),
+      channel_(ReportChannel(endpoint, tls_ca_pem)),
+      stub_(v1::ReportService::NewStub(channel_)),
+      trial_id_(trial_id),
+      token_(std::move(token)) {
+  if (trial_dir.empty()) return;
+  journal_.emplace(trial_dir);
+  std::lock_guard lock(mu_);
+  cursor_ = journal_->ReadCursor();
+  // What an earlier reporter of the trial left waiting goes first.
+  if (absl::StatusOr<std::vector<JournalEntry>> left = journal_->Unsent(); left.ok()) {
+    pending_.assign(left->begin(), left->end());
+  }
+}
+
+absl::Status TrialReporter::Record(int64_t step, const std::map<std::string, double>& metrics) {
+  JournalEntry e;
+  if (step >= 0) e.step = step;
+  e.metrics = metrics;
+  e.time = absl::Now();
+  std::lock_guard lock(mu_);
+  // One id for the report wherever it goes (see ContentId); a report without a step has a
+  // random one, kept with it in the journal.
+  e.id = step >= 0 ? ContentId(trial_id_, step, metrics)
+                   : absl::Uniform<int64_t>(bitgen_, 1, std::numeric_limits<int64_t>::max());
+  if (journal_) {
+    absl::Status s = journal_->Append(e);
+    if (absl::IsInvalidArgument(s)) return s;
+    // Not written (a full or read-only disk): it waits in memory, and the journal's cursor stays.
+    if (!s.ok()) e.end = 0;
+  } else if (absl::StatusOr<std::string> line = FormatJournalLine(e); !line.ok()) {
+    return line.status();  // the same rule for names with a journal or without
+  }
+  pending_.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::Time TrialReporter::retry_after() const {
+  std::lock_guard lock(mu_);
+  return cursor_.backoff > absl::ZeroDuration() ? cursor_.retry_after : absl::InfinitePast();
+}
+
+absl::StatusOr<v1::ReportResponse> TrialReporter::Send(const JournalEntry& e,
+                                                       absl::Duration timeout) {
+  v1::ReportRequest req;
+  req.set_trial_id(trial_id_);
+  if (e.step) req.set_step(*e.step);
+  for (const auto& [k, v] : e.metrics) (*req.mutable_metrics())[k] = v;
+  req.set_report_id(e.id);
+  req.set_time(absl::ToDoubleSeconds(e.time - absl::UnixEpoch()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + token_);
+  ctx.set_deadline(Deadline(timeout));
+  v1::ReportResponse resp;
+  grpc::Status s = stub_->Report(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s);
+  return resp;
+}
+
+void TrialReporter::Done(const JournalEntry& e) {
+  pending_.pop_front();
+  bool moved = journal_ && e.end > cursor_.sent;
+  bool was_missing = cursor_.backoff > absl::ZeroDuration();
+  if (moved) cursor_.sent = e.end;
+  cursor_.backoff = absl::ZeroDuration();
+  cursor_.retry_after = absl::InfinitePast();
+  if (journal_ && (moved || was_missing)) (void)journal_->WriteCursor(cursor_);
+}
+
+void TrialReporter::Missed(absl::Duration took) {
+  // A refusal to connect costs nothing to try again; only calls that ran into their deadline
+  // (a host that does not answer at all) make the wait grow.
+  cursor_.backoff = cursor_.backoff > absl::ZeroDuration() && took >= kFirstBackoff
+                        ? std::min(cursor_.backoff * 2, kMaxBackoff)
+                        : kFirstBackoff;
+  cursor_.retry_after = absl::Now() + cursor_.backoff;
+  if (journal_) (void)journal_->WriteCursor(cursor_);
+}
+
+bool TrialReporter::FollowEndpoint() {
+  if (endpoint_file_.empty()) return false;
+  absl::StatusOr<std::string> text = ReadFile(endpoint_file_);
+  if (!text.ok()) return false;
+  std::string now(absl::StripAsciiWhitespace(*text));
+  if (now.empty() || now == endpoint_) return false;
+  endpoint_ = now;
+  channel_ = ReportChannel(endpoint_, tls_ca_pem_);
+  stub_ = v1::ReportService::NewStub(channel_);
+  return true;
+}
+
+absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration timeout, bool now) {
+  Delivery out;
+  std::lock_guard delivering(deliver_mu_);
+  std::unique_lock lock(mu_);
+  if (!now && cursor_.backoff > absl::ZeroDuration() && absl::Now() < cursor_.retry_after) {
+    out.pending = static_cast<int>(pending_.size());
+    out.in_memory = InMemory();
+    return out;
+  }
+  bool followed = false;
+  while (!pending_.empty()) {
+    JournalEntry e = pending_.front();
+    lock.unlock();
+    absl::Time sent = absl::Now();
+    absl::StatusOr<v1::ReportResponse> reply = Send(e, timeout);
+    lock.lock();
+    // Only one delivery at a time takes reports off the front; another may have taken this one.
+    if (pending_.empty() || pending_.front().id != e.id) continue;
+    if (!reply.ok() && Unreached(reply.status())) {
+      // hpod may listen elsewhere now (it moved to another node, or another port): once.
+      if (!followed && FollowEndpoint()) {
+        followed = true;
+        continue;
+      }
+      Missed(absl::Now() - sent);
+      out.missed = reply.status();
+      break;
+    }
+    Done(e);
+    if (!reply.ok()) return reply.status();  // refused for good: it is not sent again
+    ++out.delivered;
+    out.step = reply->step();
+    if (reply->action() == v1::ReportResponse::ACTION_STOP) {
+      out.stop = true;
+      out.reason = reply->reason();
+    }
+  }
+  out.pending = static_cast<int>(pending_.size());
+  out.in_memory = InMemory();
+  return out;
+}
+
+int TrialReporter::InMemory() const {
+  int n = 0;
+  for (const JournalEntry& e : pending_) n += e.end == 0 ? 1 : 0;
+  return n;
+}
+
+absl::StatusOr<TrialReporter::Delivery> TrialReporter::Report(
+    int64_t step, const std::map<std::string, double>& metrics, absl::Duration timeout) {
+  RETURN_IF_ERROR(Record(step, metrics));
+  return Deliver(timeout);
+}
+
+}  // namespace hpo::client
