@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/bench_daemon.h"
 #include "client/client.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -474,34 +475,16 @@ int main(int argc, char** argv) {
   for (auto part : absl::StrSplit(offered_list, ',', absl::SkipEmpty()))
     offered.push_back(std::stod(std::string(part)));
 
-  std::string data =
-      std::filesystem::temp_directory_path() / ("hpo-bench-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(data);
-  ::setenv("HPO_DATA_DIR", data.c_str(), 1);
-  hpo::DataDir dir(data);
-  std::string hpod =
-      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "hpod").string();
-  std::vector<std::string> daemon_args = {hpod,
-                                          "--data-dir=" + data,
-                                          "--log-file=" + data + "/hpod.log",
-                                          absl::StrCat("--cpus=", max_clients + 4),
+  std::vector<std::string> daemon_args = {absl::StrCat("--cpus=", max_clients + 4),
                                           absl::StrCat("--tick-ms=", tick_ms),
                                           absl::StrCat("--report-flush-ms=", flush_ms)};
   if (no_durable) daemon_args.push_back("--no-durable");
-  pid_t daemon = ::fork();
-  if (daemon == 0) {
-    std::vector<char*> av;
-    for (auto& a : daemon_args) av.push_back(a.data());
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    ::_exit(127);
-  }
-  for (int i = 0; i < 200 && !std::filesystem::exists(dir.endpoint_path()); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  auto endpoint_text = hpo::ReadFile(dir.endpoint_path());
-  if (!endpoint_text.ok()) Die("hpod did not start; see " + data + "/hpod.log");
-  std::string endpoint(absl::StripAsciiWhitespace(*endpoint_text));
+  hpo::bench::BenchDaemon hpod;
+  if (!hpod.Start("report", daemon_args)) Die(hpod.error());
+  const std::string& data = hpod.data();
+  hpo::DataDir dir = hpod.dir();
+  const std::string& endpoint = hpod.endpoint();
+  pid_t daemon = hpod.pid();
   hpo::client::Client client(dir.socket_target(), *dir.ReadToken());
 
   // The trials: publish id and token, then wait to be canceled.
@@ -564,10 +547,6 @@ int main(int argc, char** argv) {
     std::printf("reports acknowledged: %lld; rows in the store: %lld -> %s\n",
                 static_cast<long long>(acknowledged), static_cast<long long>(stored),
                 stored == acknowledged ? "zero lost" : "MISMATCH");
-    ::kill(daemon, SIGTERM);
-    int status = 0;
-    ::waitpid(daemon, &status, 0);
-    std::filesystem::remove_all(data);
     return stored == acknowledged && growth < 10 ? 0 : 1;
   }
   for (const std::string& rpc : rpcs) {
@@ -620,9 +599,6 @@ int main(int argc, char** argv) {
       if (status != 0 || peer.rate <= 0) {  // a failed peer run is an error, not a missing row
         std::fprintf(stderr, "report_bench: Optuna's run failed (status %d): %s\n", status,
                      cmd.c_str());
-        ::kill(daemon, SIGTERM);
-        ::waitpid(daemon, nullptr, 0);
-        std::filesystem::remove_all(data);
         return 2;
       }
       optuna.push_back(std::move(peer));
@@ -676,9 +652,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  ::kill(daemon, SIGTERM);
-  int status = 0;
-  ::waitpid(daemon, &status, 0);
-  std::filesystem::remove_all(data);
   return stored == acknowledged ? 0 : 1;
 }
