@@ -35,6 +35,16 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
+std::shared_ptr<grpc::Channel> ComputeNodeChannel(const std::string& endpoint,
+                                                  const std::string& tls_ca_pem) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
+}
+
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem) {
   if (tls_ca_pem.empty()) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions tls;

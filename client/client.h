@@ -88,5 +88,10 @@ class Client {
 std::chrono::system_clock::time_point Deadline(absl::Duration d);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem);
 [[nodiscard]] absl::StatusOr<std::string> TlsCaFromEnvironment();
+// A channel for the calls of programs on compute nodes (trials' reporters, hpo-agent), which
+// keep their own pace after a miss: it only has to reconnect quickly once hpod is back (gRPC's
+// own backoff grows to two minutes).
+std::shared_ptr<grpc::Channel> ComputeNodeChannel(const std::string& endpoint,
+                                                  const std::string& tls_ca_pem);
 
 }  // namespace hpo::client

@@ -17,18 +17,6 @@
 namespace hpo::client {
 namespace {
 
-std::shared_ptr<grpc::Channel> ReportChannel(const std::string& endpoint,
-                                             const std::string& tls_ca_pem) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // tiny messages: no bandwidth probing
-  // The reporter keeps its own pace after a miss; the channel only has to be quick to
-  // reconnect once hpod is back (gRPC's own backoff grows to two minutes).
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(endpoint, ChannelCredentials(tls_ca_pem), args);
-}
-
 // A fingerprint of the trial, the step and the metrics: the same in every process; never 0.
 // The same report sent again by a new `hpo report` (one a checkpoint signal killed midway) is
 // known by it.
@@ -77,7 +65,7 @@ TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std:
     : endpoint_(endpoint),
       endpoint_file_(std::move(endpoint_file)),
       tls_ca_pem_(tls_ca_pem),
-      channel_(ReportChannel(endpoint, tls_ca_pem)),
+      channel_(ComputeNodeChannel(endpoint, tls_ca_pem)),
       stub_(v1::ReportService::NewStub(channel_)),
       trial_id_(trial_id),
       token_(std::move(token)) {
@@ -162,7 +150,7 @@ bool TrialReporter::FollowEndpoint() {
   std::string now(absl::StripAsciiWhitespace(*text));
   if (now.empty() || now == endpoint_) return false;
   endpoint_ = now;
-  channel_ = ReportChannel(endpoint_, tls_ca_pem_);
+  channel_ = ComputeNodeChannel(endpoint_, tls_ca_pem_);
   stub_ = v1::ReportService::NewStub(channel_);
   return true;
 }

@@ -36,6 +36,7 @@ class DataDir {
   std::string lock_path() const { return File(layout::kDaemonLock); }
   std::string log_path() const { return File(layout::kDaemonLog); }
   std::string instance_path() const { return File(layout::kInstance); }
+  std::string agents_dir() const { return File(layout::kAgentsDir); }
   // Sweep and trial directories: <root>/sweeps unless set_sweeps_root moved them (hpod
   // --sweeps-dir: trials' logs and checkpoints on a file system the compute nodes share, while
   // the database stays on a local disk).

@@ -103,4 +103,10 @@ std::string AbsolutePath(const std::string& path, const std::string& base) {
   return (b / p).lexically_normal().string();
 }
 
+std::string ExecutableDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
 }  // namespace hpo

@@ -27,4 +27,8 @@ std::string DirName(const std::string& path);
 // Absolute form of `path` relative to `base` (or to the current directory when base is empty).
 std::string AbsolutePath(const std::string& path, const std::string& base = "");
 
+// The directory of this process's executable ("" when /proc does not say): where the programs
+// installed with it are.
+std::string ExecutableDir();
+
 }  // namespace hpo

@@ -14,6 +14,9 @@
 //     hpod.lock        held (flock) by the running daemon: one daemon per data directory
 //     hpod.log         the daemon's log when started in the background
 //     instance         this data directory's stable id (names its Slurm allocations)
+//     agents/JOB.token   the token of the hpo-agent in Slurm allocation JOB, mode 0600
+//     agents/JOB.journal what that agent started and saw end (its own record)
+//     agents/JOB.log     what that agent did
 //     sweeps/<sweep>/trials/<number>/   a trial's directory, see TrialDir
 //
 // Header-only, with no dependency beyond the standard library: hpo-shim is a static program
@@ -41,6 +44,10 @@ inline constexpr char kDaemonLock[] = "hpod.lock";
 inline constexpr char kDaemonLog[] = "hpod.log";
 inline constexpr char kInstance[] = "instance";
 inline constexpr char kSweepsDir[] = "sweeps";
+inline constexpr char kAgentsDir[] = "agents";
+inline constexpr char kAgentTokenSuffix[] = ".token";
+inline constexpr char kAgentJournalSuffix[] = ".journal";
+inline constexpr char kAgentLogSuffix[] = ".log";
 
 // A trial's directory.
 inline constexpr char kStdout[] = "stdout.log";            // the command's standard output

@@ -6,6 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/shell_quote.h"
+#include "common/token.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::slurm {
@@ -27,16 +29,29 @@ void ApplyPlacement(const Placement& placement, JobRequest& r) {
   r.licenses = p.licenses;
 }
 
-JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Placement& p) {
+JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Placement& p,
+                             const AgentLink& agent, const std::string& token) {
   const AllocationShape& a = SlurmOf(p).allocation;
   JobRequest r;
   r.name = name;
   r.script = absl::StrCat("#!/bin/sh\n# hpod holds this allocation for sweep ", sweep_id,
-                          "; the sweep's trials run in it as job steps.\nexec sleep infinity\n");
+                          "; the sweep's trials run in it as job steps.\n");
   r.workdir = "/tmp";
   r.stdout_path = r.stderr_path = "/dev/null";
   const char* path = std::getenv("PATH");
   r.environment = {absl::StrCat("PATH=", path != nullptr ? path : "/usr/bin:/bin")};
+  if (agent.hub != nullptr && !token.empty()) {
+    r.script += "exec";
+    for (const std::string& arg : agent.argv) absl::StrAppend(&r.script, " ", ShellQuote(arg));
+    r.script += "\n";
+    for (const auto& [k, v] : agent.env) r.environment.push_back(absl::StrCat(k, "=", v));
+    if (std::string endpoint = agent.hub->Endpoint(); !endpoint.empty()) {
+      r.environment.push_back(absl::StrCat("HPO_ENDPOINT=", endpoint));
+    }
+    r.environment.push_back(absl::StrCat("HPO_AGENT_TOKEN=", token));
+  } else {
+    r.script += "exec sleep infinity\n";
+  }
   // One-CPU tasks, so that steps may split each node's CPUs any way they like.
   r.nodes = a.nodes;
   r.tasks_per_node = a.cpus_per_node;
@@ -47,12 +62,14 @@ JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Pl
   return r;
 }
 
-AllocationPool::AllocationPool(SlurmApi& api, const Clock& clock, std::string instance)
-    : api_(api), clock_(clock), instance_(std::move(instance)) {}
+AllocationPool::AllocationPool(SlurmApi& api, const Clock& clock, std::string instance,
+                               AgentLink agent)
+    : api_(api), clock_(clock), instance_(std::move(instance)), agent_(std::move(agent)) {}
 
 AllocationPool::~AllocationPool() {
   for (auto& [job_id, a] : allocs_) {
     if (!a.gone && !a.external) Cancel(a, "hpod stopped");
+    if (agent_.hub != nullptr) agent_.hub->Forget(job_id);
   }
 }
 
@@ -63,7 +80,9 @@ std::string AllocationPool::Name(int64_t sweep_id) const {
 std::optional<std::vector<int>> AllocationPool::PickNodes(const Allocation& a, const Resources& r,
                                                           absl::Time now) {
   if (!a.running || a.gone || a.preempted_at != absl::InfinitePast()) return std::nullopt;
-  if (r.needs > absl::ZeroDuration() && a.ends_at - now < r.needs) return std::nullopt;
+  if (r.needs > absl::ZeroDuration() && (!a.times_known || a.ends_at - now < r.needs)) {
+    return std::nullopt;
+  }
   std::vector<int> fit;
   for (int i = 0; i < static_cast<int>(a.room.size()); ++i) {
     if (a.room[static_cast<size_t>(i)].Fits(r)) fit.push_back(i);
@@ -108,6 +127,7 @@ std::optional<AllocationPool::Placed> AllocationPool::Place(int64_t trial_id, in
   lease.resources = r;
   Placed placed;
   placed.job_id = a->job_id;
+  placed.agent = !a->external && agent_.hub != nullptr && agent_.hub->Admitted(a->job_id);
   for (int i : picked) {
     std::optional<Grant> g = a->room[static_cast<size_t>(i)].Acquire(r);
     lease.node_index.push_back(i);
@@ -115,8 +135,7 @@ std::optional<AllocationPool::Placed> AllocationPool::Place(int64_t trial_id, in
     placed.nodes.push_back(a->nodes[static_cast<size_t>(i)]);
   }
   const AllocationShape& shape = SlurmOf(a->placement).allocation;
-  placed.mem_per_cpu_mb =
-      shape.memory_mb > 0 ? shape.memory_mb / std::max(1, shape.cpus_per_node) : 0;
+  placed.mem_per_cpu_mb = shape.MemPerCpuMb();
   ++a->steps;
   leases_[trial_id] = std::move(lease);
   return placed;
@@ -190,6 +209,45 @@ void AllocationPool::Release(int64_t trial_id, absl::Time now) {
   leases_.erase(lease);
 }
 
+void AllocationPool::Runs(Allocation& a, const std::string& nodelist, const JobStatus* st) {
+  a.running = true;
+  absl::Time now = clock_.Now();
+  absl::Time submitted =
+      st != nullptr && st->submit_time != absl::InfinitePast() ? st->submit_time : a.since;
+  absl::Time started =
+      st != nullptr && st->start_time != absl::InfinitePast() ? st->start_time : now;
+  std::vector<absl::Duration>& waits = waits_[a.sweep_id];
+  waits.push_back(std::max(absl::ZeroDuration(), started - submitted));
+  if (waits.size() > 3) waits.erase(waits.begin());
+  a.nodes = api_.ExpandHostlist(nodelist);
+  const AllocationShape& shape = SlurmOf(a.placement).allocation;
+  a.room.assign(a.nodes.size(), backend::ResourcePool(shape.gpus_per_node, shape.cpus_per_node));
+  a.since = now;
+  for (auto& [trial_id, lease] : leases_) {  // re-adopted steps already hold some of it
+    if (lease.job_id == a.job_id && !lease.pending_nodes.empty()) HoldAdopted(a, lease);
+  }
+  OpenUsage(a, st);
+  spdlog::info("sweep {}: allocation {} runs on {}{}", a.sweep_id, a.job_id, nodelist,
+               st == nullptr ? " (its agent called)" : "");
+}
+
+bool AllocationPool::AgentCalled(uint32_t job_id, const std::string& nodelist) {
+  auto it = allocs_.find(job_id);
+  if (it == allocs_.end() || it->second.running || it->second.gone || nodelist.empty()) {
+    return false;
+  }
+  Runs(it->second, nodelist, nullptr);
+  return true;
+}
+
+bool AllocationPool::AwaitingQuery() const {
+  for (const auto& [job_id, a] : allocs_) {
+    if (a.running || a.gone) continue;
+    if (a.external || agent_.hub == nullptr || !agent_.hub->Admitted(job_id)) return true;
+  }
+  return false;
+}
+
 void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
   for (auto& [job_id, a] : allocs_) {
     if (a.gone) continue;
@@ -207,6 +265,7 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
     const JobStatus& st = *found->second;
     if (st.state == JobState::kPending) continue;
     if (st.state == JobState::kRunning) {
+      a.times_known = true;
       // An administrator may move the end (scontrol update TimeLimit=...).
       if (st.end_time != absl::InfinitePast() && st.end_time != a.ends_at) {
         a.ends_at = st.end_time;
@@ -219,23 +278,7 @@ void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
         a.preempted_at = st.preempt_time;
         spdlog::warn("sweep {}: allocation {} is being preempted", a.sweep_id, job_id);
       }
-      if (a.running) continue;
-      a.running = true;
-      if (st.start_time != absl::InfinitePast() && st.submit_time != absl::InfinitePast()) {
-        std::vector<absl::Duration>& waits = waits_[a.sweep_id];
-        waits.push_back(std::max(absl::ZeroDuration(), st.start_time - st.submit_time));
-        if (waits.size() > 3) waits.erase(waits.begin());
-      }
-      a.nodes = api_.ExpandHostlist(st.nodes);
-      const AllocationShape& shape = SlurmOf(a.placement).allocation;
-      a.room.assign(a.nodes.size(),
-                    backend::ResourcePool(shape.gpus_per_node, shape.cpus_per_node));
-      a.since = clock_.Now();
-      for (auto& [trial_id, lease] : leases_) {  // re-adopted steps already hold some of it
-        if (lease.job_id == job_id && !lease.pending_nodes.empty()) HoldAdopted(a, lease);
-      }
-      OpenUsage(a, &st);
-      spdlog::info("sweep {}: allocation {} runs on {}", a.sweep_id, job_id, st.nodes);
+      if (!a.running) Runs(a, st.nodes, &st);
       continue;
     }
     a.gone = true;
@@ -299,6 +342,7 @@ void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine,
     if (absl::Status c = api_.Cancel(s.job_id); !c.ok()) {
       spdlog::warn("cannot cancel allocation {}: {}", s.job_id, c.ToString());
     }
+    if (agent_.hub != nullptr) agent_.hub->Forget(s.job_id);
   }
   CloseExpected(mine);
 }
@@ -393,7 +437,20 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
     allocs_[job] = std::move(a);
     return true;
   }
-  absl::StatusOr<uint32_t> id = api_.Submit(AllocationRequest(Name(sweep_id), sweep_id, placement));
+  // Its agent's token: written down once slurmctld names the job, before the agent can call.
+  std::string token = agent_.hub != nullptr ? NewToken() : "";
+  absl::StatusOr<uint32_t> id =
+      api_.Submit(AllocationRequest(Name(sweep_id), sweep_id, placement, agent_, token));
+  if (id.ok() && !token.empty()) {
+    if (absl::Status s = agent_.hub->Admit(*id, token); !s.ok()) {
+      spdlog::error("sweep {}: cannot keep the token of allocation {}'s agent: {}", sweep_id, *id,
+                    s.ToString());
+      if (absl::Status c = api_.Cancel(*id); !c.ok()) {
+        spdlog::warn("cannot cancel allocation {}: {}", *id, c.ToString());
+      }
+      id = s;
+    }
+  }
   if (!id.ok()) {
     spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id,
                   id.status().ToString());
@@ -517,6 +574,7 @@ void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const st
   Allocation& a = it->second;
   if (!a.gone && !a.external) Cancel(a, why);
   CloseUsage(a, clock_.Now());
+  if (agent_.hub != nullptr) agent_.hub->Forget(a.job_id);
   allocs_.erase(it);
 }
 

@@ -2,9 +2,9 @@
 // AllocationPool: the allocations hpod holds for its sweeps in Slurm steps mode, and the room
 // their steps leave on each node.
 //
-// An allocation is a batch "holder" job that only sleeps, shaped by the sweep's
-// `slurm.allocation` (or the user's own running job, `allocation.job`, which the pool uses but
-// never requests or cancels). Each of its nodes has a backend::ResourcePool, the same per-node
+// An allocation is a batch job that runs hpo-agent (agent_hub.h), or only sleeps, shaped by the
+// sweep's `slurm.allocation` (or the user's own running job, `allocation.job`, which the pool uses
+// but never requests or cancels). Each of its nodes has a backend::ResourcePool, the same per-node
 // GPU and CPU accounting the local backend uses, so that a step is placed only where it fits
 // (best fit: the nodes with the fewest GPUs, then CPUs, left) and no two steps share a GPU.
 //
@@ -47,14 +47,24 @@
 #include "backend/backend.h"
 #include "backend/resource_pool.h"
 #include "common/clock.h"
+#include "slurm_backend/agent_hub.h"
 #include "slurm_backend/slurm_api.h"
 #include "slurm_backend/slurm_placement.h"
 
 namespace hpo::slurm {
 
+// How the allocations hpod requests run hpo-agent (agent_hub.h); without a hub they only hold
+// their nodes, and hpod starts each step's srun on its own host.
+struct AgentLink {
+  AgentHub* hub = nullptr;
+  std::vector<std::string> argv;  // hpo-agent and its options
+  // HPO_ENDPOINT_FILE and HPO_TLS_CA (HPO_ENDPOINT comes from the hub).
+  std::map<std::string, std::string> env;
+};
+
 class AllocationPool {
  public:
-  AllocationPool(SlurmApi& api, const Clock& clock, std::string instance);
+  AllocationPool(SlurmApi& api, const Clock& clock, std::string instance, AgentLink agent = {});
   // Cancels every allocation hpod requested that has not ended (not the user's own).
   ~AllocationPool();
   AllocationPool(const AllocationPool&) = delete;
@@ -63,6 +73,7 @@ class AllocationPool {
   // Where a placed step runs.
   struct Placed {
     uint32_t job_id = 0;
+    bool agent = false;  // its hpo-agent starts the step
     std::vector<std::string> nodes;
     int64_t mem_per_cpu_mb = 0;  // an even share of the allocation's memory per CPU; 0: none set
   };
@@ -86,6 +97,12 @@ class AllocationPool {
   // Takes slurmctld's view of the user's jobs (one query per poll): allocations start running
   // (their nodes become known), end, or vanish.
   void Update(const std::map<uint32_t, const JobStatus*>& by_id);
+  // Allocation `job_id`'s agent called: it runs, on `nodelist` ("n[1-2]"); slurmctld's next
+  // answer adds its start and end times. True when that made it run.
+  bool AgentCalled(uint32_t job_id, const std::string& nodelist);
+  // Whether an allocation hpod asked for waits for slurmctld to say that it runs: one whose
+  // agent does not call (the user's own job, or one without an agent).
+  bool AwaitingQuery() const;
   // Once, from the first query of a new daemon: the allocations of this instance that an earlier
   // run left and no re-adopted step took back. Those of a sweep in `live` (the sweeps the new
   // daemon runs, with their placement) are taken back as that sweep's, pending or running; the
@@ -155,7 +172,8 @@ class AllocationPool {
     int steps = 0;
     absl::Time since;  // submitted, or idle since
     int polls_missing = 0;
-    absl::Time ends_at = absl::InfiniteFuture();     // while running: slurmctld's end time
+    absl::Time ends_at = absl::InfiniteFuture();  // while running: slurmctld's end time
+    bool times_known = false;  // slurmctld said it runs (not only its agent): ends_at is known
     absl::Time preempted_at = absl::InfinitePast();  // preemption began (GraceTime runs)
     bool ending = false;             // its replacement was asked for (see above); it counts no more
     backend::AllocationUsage usage;  // what it costs; id empty until it runs
@@ -168,6 +186,8 @@ class AllocationPool {
   // Notes the allocations that became ending (see above) and asks for their replacements.
   bool ReplaceEnding(absl::Time now);
   Allocation* FindRoom(int64_t sweep_id, const backend::Resources& r, std::vector<int>* nodes);
+  // It runs on `nodelist`, as slurmctld (`st`) or its agent (no `st`) said.
+  void Runs(Allocation& a, const std::string& nodelist, const JobStatus* st);
   // Holds the room of an adopted step once its allocation runs.
   void HoldAdopted(Allocation& a, Lease& lease);
   void Cancel(Allocation& a, const std::string& why);
@@ -183,6 +203,7 @@ class AllocationPool {
   SlurmApi& api_;
   const Clock& clock_;
   std::string instance_;
+  AgentLink agent_;
   std::map<uint32_t, Allocation> allocs_;          // by job id
   std::map<int64_t, Lease> leases_;                // by trial id
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
@@ -194,9 +215,10 @@ class AllocationPool {
   std::vector<backend::AllocationUsage> usage_out_;        // for TakeUsage
 };
 
-// The holder job of an allocation for a sweep (exposed for tests and CheckFits).
-JobRequest AllocationRequest(const std::string& name, int64_t sweep_id,
-                             const backend::Placement& p);
+// The holder job of an allocation for a sweep (exposed for tests and CheckFits): it runs
+// `agent`'s hpo-agent with `token` when there is one, else it only sleeps.
+JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const backend::Placement& p,
+                             const AgentLink& agent = {}, const std::string& token = "");
 // The sweep's `slurm:` settings that any job hpod submits carries (a trial's job or a holder).
 void ApplyPlacement(const backend::Placement& p, JobRequest& r);
 

@@ -5,7 +5,10 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "slurm_backend/slurm_api.h"
 
@@ -18,6 +21,10 @@ namespace {
 absl::Status SlurmError(absl::string_view what) {
   int err = slurm_get_errno();
   std::string msg = absl::StrCat(what, ": ", slurm_strerror(err));
+  // slurmctld's RPC rate limit (rl_enable, Slurm 23.02 and later): its message names it.
+  if (absl::StrContains(absl::AsciiStrToLower(msg), "rate limit")) {
+    return absl::ResourceExhaustedError(msg);
+  }
   if (err == SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR ||
       err == SLURMCTLD_COMMUNICATIONS_SEND_ERROR || err == SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR ||
       err == SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT || err == SLURM_COMMUNICATIONS_CONNECTION_ERROR) {
@@ -120,6 +127,7 @@ class LibSlurm final : public SlurmApi {
   ~LibSlurm() override { slurm_fini(); }
 
   absl::StatusOr<uint32_t> Submit(const JobRequest& req) override {
+    std::lock_guard<std::mutex> lock(mu_);
     Desc desc(req);
     submit_response_msg_t* resp = nullptr;
     if (slurm_submit_batch_job(desc.get(), &resp) != SLURM_SUCCESS) return SlurmError("sbatch");
@@ -129,6 +137,7 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status WillRun(const JobRequest& req) override {
+    std::lock_guard<std::mutex> lock(mu_);
     Desc desc(req);
     will_run_response_msg_t* resp = nullptr;  // (slurm_job_will_run would print to stderr)
     if (slurm_job_will_run2(desc.get(), &resp) != SLURM_SUCCESS)
@@ -138,8 +147,11 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::StatusOr<std::vector<JobStatus>> QueryMine() override {
+    std::lock_guard<std::mutex> lock(mu_);
     job_info_msg_t* msg = nullptr;
-    if (slurm_load_job_user(&msg, ::getuid(), SHOW_ALL) != SLURM_SUCCESS)
+    // SHOW_LOCAL: this cluster's jobs only, in one RPC (without it libslurm first asks for the
+    // federation, a second RPC per query).
+    if (slurm_load_job_user(&msg, ::getuid(), SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
       return SlurmError("squeue");
     std::vector<JobStatus> out;
     for (uint32_t i = 0; i < msg->record_count; ++i) {
@@ -165,6 +177,7 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status Signal(uint32_t job_id, int signal) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), KILL_FULL_JOB) != SLURM_SUCCESS) {
       return SlurmError(absl::StrCat("signal job ", job_id));
     }
@@ -172,15 +185,17 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status Cancel(uint32_t job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (slurm_kill_job(job_id, SIGKILL, 0) != SLURM_SUCCESS)
       return SlurmError(absl::StrCat("scancel ", job_id));
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<StepStatus>> QuerySteps() override {
+  absl::StatusOr<std::vector<StepStatus>> QuerySteps(uint32_t job_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
     job_step_info_response_msg_t* msg = nullptr;
-    if (slurm_get_job_steps(0, NO_VAL, NO_VAL, &msg, SHOW_ALL) != SLURM_SUCCESS)
-      return SlurmError("squeue -s");
+    if (slurm_get_job_steps(0, job_id, NO_VAL, &msg, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
+      return SlurmError(absl::StrCat("squeue -s -j ", job_id));
     std::vector<StepStatus> out;
     for (uint32_t i = 0; i < msg->job_step_count; ++i) {
       const job_step_info_t& st = msg->job_steps[i];
@@ -197,6 +212,7 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (slurm_signal_job_step(job_id, step_id, static_cast<uint16_t>(signal)) != SLURM_SUCCESS) {
       return SlurmError(absl::StrCat("signal step ", job_id, ".", step_id));
     }
@@ -204,6 +220,7 @@ class LibSlurm final : public SlurmApi {
   }
 
   absl::Status CancelStep(uint32_t job_id, uint32_t step_id) override {
+    std::lock_guard<std::mutex> lock(mu_);
     if (slurm_kill_job_step(job_id, step_id, SIGKILL) != SLURM_SUCCESS) {
       return SlurmError(absl::StrCat("scancel ", job_id, ".", step_id));
     }
@@ -211,6 +228,7 @@ class LibSlurm final : public SlurmApi {
   }
 
   std::vector<std::string> ExpandHostlist(const std::string& list) override {
+    std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
     hostlist_t hl = slurm_hostlist_create(list.c_str());
     if (hl == nullptr) return out;
@@ -221,6 +239,9 @@ class LibSlurm final : public SlurmApi {
     slurm_hostlist_destroy(hl);
     return out;
   }
+
+ private:
+  std::mutex mu_;  // one call at a time
 };
 
 }  // namespace

@@ -2,9 +2,11 @@
 // SlurmApi: the narrow adapter over libslurm. LibSlurm (libslurm.cc) is the only code that
 // includes <slurm/slurm.h>; everything else talks to this interface, so tests can substitute it.
 //
-// Thread safety: libslurm's is unknown; call from one thread (the controller's).
-// Errors: UNAVAILABLE when slurmctld does not answer (retryable), INVALID_ARGUMENT when Slurm
-// refuses a request (bad partition, impossible GRES...), with Slurm's own message.
+// Thread safety: LibSlurm makes one call at a time (libslurm's own thread safety is not
+// documented), so it may be called from several threads.
+// Errors: UNAVAILABLE when slurmctld does not answer (retryable), RESOURCE_EXHAUSTED when it
+// refuses for its RPC rate limit, INVALID_ARGUMENT when Slurm refuses a request (bad partition,
+// impossible GRES...), with Slurm's own message.
 
 #include <cstdint>
 #include <memory>
@@ -86,8 +88,8 @@ class SlurmApi {
   // Sends `signal` to every step of the job, the batch script included.
   [[nodiscard]] virtual absl::Status Signal(uint32_t job_id, int signal) = 0;
   [[nodiscard]] virtual absl::Status Cancel(uint32_t job_id) = 0;
-  // Every job step slurmctld knows of, in one call (steps being set up are left out).
-  [[nodiscard]] virtual absl::StatusOr<std::vector<StepStatus>> QuerySteps() = 0;
+  // The steps of job `job_id`, in one call (steps being set up are left out).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<StepStatus>> QuerySteps(uint32_t job_id) = 0;
   // Sends `signal` to the step's tasks only.
   [[nodiscard]] virtual absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) = 0;
   // Ends the step (what `scancel J.S` does).

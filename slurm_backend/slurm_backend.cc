@@ -98,20 +98,89 @@ SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Op
     : api_(std::move(api)),
       clock_(clock),
       options_(std::move(options)),
-      pool_(*api_, clock_, options_.instance) {}
+      pool_(*api_, clock_, options_.instance, options_.agent) {
+  if (options_.query_thread) query_thread_ = std::make_unique<QueryThread>(*api_);
+}
+
+SlurmBackend::QueryThread::QueryThread(SlurmApi& api) : api_(api) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+SlurmBackend::QueryThread::~QueryThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void SlurmBackend::QueryThread::SetWakeup(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = std::move(wake);
+}
+
+void SlurmBackend::QueryThread::Ask() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    asked_ = busy_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool SlurmBackend::QueryThread::Busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+std::optional<absl::StatusOr<std::vector<JobStatus>>> SlurmBackend::QueryThread::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<absl::StatusOr<std::vector<JobStatus>>> out;
+  out.swap(answer_);
+  return out;
+}
+
+void SlurmBackend::QueryThread::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return asked_ || stopping_; });
+    if (stopping_) return;
+    asked_ = false;
+    lock.unlock();
+    absl::StatusOr<std::vector<JobStatus>> mine = api_.QueryMine();
+    lock.lock();
+    answer_ = std::move(mine);
+    busy_ = false;
+    if (wake_) wake_();
+  }
+}
 
 SlurmBackend::~SlurmBackend() {
   for (auto& [trial_id, step] : steps_) {
     if (step.step_id) CancelStep(trial_id, step.job_id, *step.step_id);
-    if (!step.process.adopted || backend::IsTrialProcess(step.process.pid, trial_id)) {
-      ::kill(-step.process.pid, SIGKILL);
-    }
+    SignalSrun(step, SIGKILL);
   }
   for (auto& [trial_id, step] : steps_) {
     int status = 0;
-    if (!step.process.adopted) ::waitpid(step.process.pid, &status, 0);
+    if (!step.agent && !step.process.adopted) ::waitpid(step.process.pid, &status, 0);
   }
   // The pool cancels the allocations as it goes.
+}
+
+void SlurmBackend::SignalSrun(const Step& step, int signal) {
+  if (step.agent) {
+    v1::AgentOrder order;
+    v1::AgentSignal* s = order.mutable_signal();
+    s->set_trial_id(step.trial_id);
+    s->set_segment(step.process.segment);
+    s->set_signal(signal);
+    options_.agent.hub->Order(step.job_id, std::move(order));
+    return;
+  }
+  if (step.process.pid <= 0) return;
+  if (!step.process.adopted || backend::IsTrialProcess(step.process.pid, step.trial_id)) {
+    ::kill(-step.process.pid, signal);
+  }
 }
 
 void SlurmBackend::CancelStep(int64_t trial_id, uint32_t job_id, uint32_t step_id) {
@@ -317,10 +386,12 @@ void SlurmBackend::SetCheckpointing(const LaunchSpec& spec, Step& step) {
   step.time_limit = spec.resources.time_limit;
 }
 
-void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Placed& placed) {
+backend::SpawnSpec SlurmBackend::StepSpawn(const LaunchSpec& spec, uint32_t job_id,
+                                           const std::vector<std::string>& nodes,
+                                           int64_t mem_per_cpu_mb) const {
   const layout::TrialDir dir(spec.trial_dir);
   backend::SpawnSpec spawn;
-  spawn.argv = StepArgv(placed.job_id, placed.nodes, spec, placed.mem_per_cpu_mb);
+  spawn.argv = StepArgv(job_id, nodes, spec, mem_per_cpu_mb);
   spawn.env = spec.env;
   spawn.inherit = InheritForSlurm;
   spawn.workdir = spec.workdir;
@@ -329,24 +400,58 @@ void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Place
   spawn.shim = options_.shim;
   spawn.env["HPO_TRIAL_ID"] = std::to_string(spec.trial_id);  // how a restart knows it again
   spawn.shim_dir = spec.trial_dir;
-  absl::StatusOr<backend::Spawned> spawned = backend::Spawn(spawn);
-  if (spawned.ok() && spawned->exec_errno != 0) {
-    spawned = absl::UnavailableError(
-        absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
+  return spawn;
+}
+
+v1::AgentOrder SlurmBackend::AgentLaunchOrder(const LaunchSpec& spec,
+                                              const backend::SpawnSpec& spawn) {
+  // The allocation's agent starts it, with the environment hpod would have given it.
+  v1::AgentOrder order;
+  v1::AgentLaunch* launch = order.mutable_launch();
+  launch->set_trial_id(spec.trial_id);
+  launch->set_segment(spec.segment);
+  for (const std::string& arg : spawn.argv) launch->add_argv(arg);
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos || !InheritForSlurm(kv.substr(0, eq))) continue;
+    (*launch->mutable_env())[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
   }
-  if (!spawned.ok()) {
-    pool_.Release(spec.trial_id, clock_.Now());
-    LaunchFailed(spec.trial_id, spawned.status());
-    return;
-  }
+  for (const auto& [k, v] : spawn.env) (*launch->mutable_env())[k] = v;
+  launch->set_workdir(spawn.workdir);
+  launch->set_stdout_path(spawn.stdout_path);
+  launch->set_stderr_path(spawn.stderr_path);
+  launch->set_trial_dir(spec.trial_dir);
+  return order;
+}
+
+void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Placed& placed) {
+  backend::SpawnSpec spawn = StepSpawn(spec, placed.job_id, placed.nodes, placed.mem_per_cpu_mb);
   Step step;
   step.trial_id = spec.trial_id;
   step.sweep_id = spec.sweep_id;
   step.job_id = placed.job_id;
-  step.process.pid = spawned->pid;
   step.process.trial_id = spec.trial_id;
   step.process.dir = spec.trial_dir;
   step.process.segment = spec.segment;
+  if (placed.agent) {
+    step.agent = true;
+    step.launch_order = AgentLaunchOrder(spec, spawn);
+    step.launch_seq = options_.agent.hub->Order(placed.job_id, *step.launch_order);
+  } else {
+    absl::StatusOr<backend::Spawned> spawned = backend::Spawn(spawn);
+    if (spawned.ok() && spawned->exec_errno != 0) {
+      spawned = absl::UnavailableError(
+          absl::StrCat("cannot run ", options_.srun, ": ", std::strerror(spawned->exec_errno)));
+    }
+    if (!spawned.ok()) {
+      pool_.Release(spec.trial_id, clock_.Now());
+      LaunchFailed(spec.trial_id, spawned.status());
+      return;
+    }
+    step.process.pid = spawned->pid;
+    watcher_.Watch(step.process.pid);
+  }
   step.nodelist = absl::StrJoin(placed.nodes, ",");
   step.stderr_path = spawn.stderr_path;
   step.launched = clock_.Now();
@@ -354,7 +459,6 @@ void SlurmBackend::StartStep(const LaunchSpec& spec, const AllocationPool::Place
   step.tasks = spec.resources.nodes * spec.resources.tasks_per_node;
   step.tasks_checked = step.launched;
   SetCheckpointing(spec, step);
-  watcher_.Watch(step.process.pid);
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
   e.backend_id = StepBackendId(step);
   events_.push_back(std::move(e));
@@ -386,7 +490,7 @@ void SlurmBackend::Act() {
 std::string SlurmBackend::StepBackendId(const Step& s) const {
   return absl::StrCat("slurm:job=", s.job_id,
                       " step=", s.step_id ? std::to_string(*s.step_id) : "pending",
-                      " nodes=", s.nodelist);
+                      " nodes=", s.nodelist, s.agent ? " agent" : "");
 }
 
 absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
@@ -424,7 +528,7 @@ absl::Status SlurmBackend::Signal(int64_t trial_id) {
     if (!step.step_id) IdentifySteps(true, events_);
     if (step.step_id) return api_->SignalStep(step.job_id, *step.step_id, step.stop_signal);
     // Not registered yet: srun itself passes the signal on (or gives up creating the step).
-    ::kill(-step.process.pid, step.stop_signal);
+    SignalSrun(step, step.stop_signal);
     return absl::OkStatus();
   }
   auto it = jobs_.find(trial_id);
@@ -444,27 +548,29 @@ std::string SlurmBackend::Describe() const {
 std::vector<BackendEvent> SlurmBackend::Poll() {
   std::vector<BackendEvent> out;
   out.swap(events_);
+  HearAgents();
   absl::Time start = clock_.Now();
   bool stopping = false;  // a stopped trial's job is watched closely until it goes
   for (const auto& [id, job] : jobs_) stopping |= job.stop_requested;
   absl::Duration interval =
       start < fast_until_ || stopping ? options_.fast_query_interval : options_.query_interval;
-  if ((!jobs_.empty() || !pool_.empty() || !swept_leftovers_) && start - last_query_ >= interval) {
+  // slurmctld refused or did not answer: ask less and less often (up to 5 minutes).
+  interval = std::max(interval, query_backoff_);
+  bool due =
+      (!jobs_.empty() || !pool_.empty() || !swept_leftovers_) &&
+      (start - last_query_ >= interval || (query_soon_ && query_backoff_ == absl::ZeroDuration()));
+  if (due && (!query_thread_ || !query_thread_->Busy())) {
     last_query_ = start;
-    absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
-    if (!mine.ok()) {
-      spdlog::warn("Slurm query failed (retrying next tick): {}", mine.status().ToString());
+    query_soon_ = false;
+    if (query_thread_) {
+      query_thread_->Ask();
     } else {
-      std::map<uint32_t, const JobStatus*> by_id;
-      for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
-      if (!swept_leftovers_) {
-        // Allocations an earlier run of this daemon left behind.
-        pool_.SweepLeftovers(*mine, live_sweeps_);
-        live_sweeps_.clear();
-        swept_leftovers_ = true;
-      }
-      PollJobs(by_id, out);
-      pool_.Update(by_id);
+      TakeMine(api_->QueryMine(), out);
+    }
+  }
+  if (query_thread_) {
+    if (std::optional<absl::StatusOr<std::vector<JobStatus>>> mine = query_thread_->Take()) {
+      TakeMine(std::move(*mine), out);
     }
   }
   CheckpointSteps(out);
@@ -478,17 +584,42 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       if (step.step_id)
         CancelStep(trial_id, step.job_id, *step.step_id);
       else
-        ::kill(-step.process.pid, SIGKILL);
+        SignalSrun(step, SIGKILL);
       step.kill_at.reset();
     }
   }
-  if (pool_.Resize()) fast_until_ = now + options_.fast_query_window;
+  // A new allocation whose agent will say when it runs needs no close watch.
+  if (pool_.Resize() && pool_.AwaitingQuery()) fast_until_ = now + options_.fast_query_window;
   for (backend::AllocationUsage& u : pool_.TakeUsage()) {
     BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, now);
     e.allocation = std::move(u);
     out.push_back(std::move(e));
   }
   return out;
+}
+
+void SlurmBackend::TakeMine(absl::StatusOr<std::vector<JobStatus>> mine,
+                            std::vector<BackendEvent>& out) {
+  if (!mine.ok()) {
+    query_backoff_ = std::clamp(query_backoff_ * 2, options_.query_interval + absl::Seconds(1),
+                                absl::Minutes(5));
+    spdlog::warn("Slurm query failed{} (asking again in {}): {}",
+                 absl::IsResourceExhausted(mine.status()) ? ": slurmctld is rate-limiting" : "",
+                 absl::FormatDuration(query_backoff_), mine.status().ToString());
+    return;
+  }
+  if (query_backoff_ > absl::ZeroDuration()) spdlog::info("slurmctld answers again");
+  query_backoff_ = absl::ZeroDuration();
+  std::map<uint32_t, const JobStatus*> by_id;
+  for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
+  if (!swept_leftovers_) {
+    // Allocations an earlier run of this daemon left behind.
+    pool_.SweepLeftovers(*mine, live_sweeps_);
+    live_sweeps_.clear();
+    swept_leftovers_ = true;
+  }
+  PollJobs(by_id, out);
+  pool_.Update(by_id);
 }
 
 void SlurmBackend::CheckpointSteps(std::vector<BackendEvent>& out) {
@@ -537,23 +668,107 @@ void SlurmBackend::SignalCheckpoint(int64_t trial_id) {
   if (!step.step_id) IdentifySteps(true, events_);
   if (step.step_id) {
     s = api_->SignalStep(step.job_id, *step.step_id, step.checkpoint_signal);
-  } else if (::kill(-step.process.pid, step.checkpoint_signal) != 0) {  // srun passes it on
-    s = absl::ErrnoToStatus(errno, "kill");
+  } else {
+    SignalSrun(step, step.checkpoint_signal);  // srun passes it on
   }
   if (!s.ok()) spdlog::warn("trial {}: cannot signal its step: {}", trial_id, s.ToString());
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
   for (auto it = steps_.begin(); it != steps_.end();) {
+    Step& step = it->second;
     ExitRecord outcome;
-    TrialProcess::State state = it->second.process.Check(&outcome);
+    TrialProcess::State state =
+        step.agent ? CheckAgentStep(step, &outcome) : step.process.Check(&outcome);
     if (state == TrialProcess::State::kRunning) {
       ++it;
       continue;
     }
-    RecordTasks(it->second, /*force=*/true, out);
-    out.push_back(StepEnded(it->second, state == TrialProcess::State::kEnded ? &outcome : nullptr));
+    RecordTasks(step, /*force=*/true, out);
+    out.push_back(StepEnded(step, state == TrialProcess::State::kEnded ? &outcome : nullptr));
+    if (step.agent)
+      options_.agent.hub->Acknowledge(step.job_id, step.trial_id, step.process.segment);
     it = steps_.erase(it);
+  }
+}
+
+TrialProcess::State SlurmBackend::CheckAgentStep(Step& step, ExitRecord* outcome) {
+  if (step.agent_outcome) {
+    *outcome = *step.agent_outcome;
+    return TrialProcess::State::kEnded;
+  }
+  // The agent does not list it, or its allocation (and the agent with it) is gone: what hpo-shim
+  // wrote in the trial directory is the last word.
+  bool gone = !pool_.WhyGone(step.job_id).why.empty();
+  if (!step.agent_vanished && step.agent_missing < 2 && !gone) return TrialProcess::State::kRunning;
+  if (std::optional<ExitRecord> rec =
+          backend::ReadExitRecord(step.process.dir, step.process.segment)) {
+    *outcome = *rec;
+    return TrialProcess::State::kEnded;
+  }
+  if (!gone && !step.agent_vanished && step.launch_order && !step.relaunched) {
+    // The agent lists every step it started until hpod acknowledges its end, and an
+    // acknowledged one left its exit record: it never had this one (hpod went down before the
+    // order reached it). The same order again; the agent never starts a step twice.
+    spdlog::info("trial {}: allocation {}'s agent never got its launch; sending it again",
+                 step.trial_id, step.job_id);
+    step.relaunched = true;
+    step.agent_missing = 0;
+    step.launch_seq = options_.agent.hub->Order(step.job_id, *step.launch_order);
+    return TrialProcess::State::kRunning;
+  }
+  return TrialProcess::State::kVanished;
+}
+
+void SlurmBackend::HearAgents() {
+  AgentHub* hub = options_.agent.hub;
+  if (hub == nullptr) return;
+  for (const AgentHub::Heard& heard : hub->TakeHeard()) {
+    // An agent that calls runs: its allocation is usable now; slurmctld's next answer (asked at
+    // once) adds its times.
+    if (pool_.AgentCalled(heard.job_id, heard.nodelist)) query_soon_ = true;
+    std::map<std::pair<int64_t, int>, const v1::AgentStep*> listed;
+    for (const v1::AgentStep& s : heard.steps) listed[{s.trial_id(), s.segment()}] = &s;
+    for (auto& [trial_id, step] : steps_) {
+      if (!step.agent || step.job_id != heard.job_id || step.agent_outcome) continue;
+      auto found = listed.find({trial_id, step.process.segment});
+      if (found == listed.end()) {
+        // Not started yet (its order is on its way), or the agent has no record of it.
+        if (hub->Applied(heard.job_id, step.launch_seq)) ++step.agent_missing;
+        continue;
+      }
+      const v1::AgentStep& s = *found->second;
+      listed.erase(found);
+      step.agent_missing = 0;
+      if (!s.ended()) continue;
+      if (s.vanished()) {
+        step.agent_vanished = true;
+      } else {
+        step.agent_outcome = ExitRecord{.exit_code = s.exit_code(),
+                                        .term_signal = s.term_signal(),
+                                        .exec_errno = s.exec_errno()};
+      }
+    }
+    // What the agent runs that hpod does not (a trial that ended or was given up meanwhile):
+    // ended steps are acknowledged, running ones ended.
+    for (const auto& [key, s] : listed) {
+      if (steps_.count(key.first) && steps_.at(key.first).process.segment == key.second) continue;
+      if (s->ended()) {
+        hub->Acknowledge(heard.job_id, key.first, key.second);
+        continue;
+      }
+      if (!orphans_.insert(key).second) continue;
+      spdlog::warn(
+          "trial {}: hpod does not run segment {} any more; ending the step allocation "
+          "{}'s agent runs",
+          key.first, key.second, heard.job_id);
+      Step orphan;
+      orphan.trial_id = key.first;
+      orphan.job_id = heard.job_id;
+      orphan.agent = true;
+      orphan.process.segment = key.second;
+      SignalSrun(orphan, SIGKILL);
+    }
   }
 }
 
@@ -593,8 +808,14 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   AllocationPool::Gone gone = pool_.WhyGone(step.job_id);
   if (outcome == nullptr) {
     e.kind = BackendEvent::Kind::kLost;
-    e.message = "the trial's srun process disappeared";
+    e.message = step.agent ? absl::StrCat("allocation ", step.job_id,
+                                          "'s agent lost the step, and it left no exit record")
+                           : "the trial's srun process disappeared";
     e.interruption = Interruption::kVanished;
+    if (step.agent && !gone.why.empty()) {  // the agent went with its allocation
+      e.message = gone.why;
+      e.interruption = gone.interruption;
+    }
   } else {
     e.exit_code = outcome->exit_code;
     e.term_signal = outcome->term_signal;
@@ -652,28 +873,35 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
 }
 
 void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
-  // Step ids are for the record and for signals; a step that ends within a second never needs
-  // one, so only steps older than that are looked up (one call for all of them).
+  // Step ids are for the record and for signals, and the steps' tasks write them down as they
+  // start (RecordTasks); slurmctld is asked only for a step older than a second whose tasks did
+  // not (a trial directory the node does not share), at most once per query interval unless a
+  // signal needs it now, one call per allocation, never for every step on the cluster.
   absl::Time now = clock_.Now();
-  bool needed = false;
+  if (!force && now - last_steps_query_ < options_.query_interval) return;
+  std::set<uint32_t> jobs;
   for (const auto& [trial_id, step] : steps_) {
-    if (!step.step_id && (force || now - step.launched >= absl::Seconds(1))) needed = true;
+    if (!step.step_id && (force || now - step.launched >= absl::Seconds(1)))
+      jobs.insert(step.job_id);
   }
-  if (!needed) return;
-  absl::StatusOr<std::vector<StepStatus>> all = api_->QuerySteps();
-  if (!all.ok()) {
-    spdlog::warn("Slurm step query failed: {}", all.status().ToString());
-    return;
+  if (jobs.empty()) return;
+  last_steps_query_ = now;
+  std::map<std::pair<uint32_t, std::string>, StepStatus> by_name;
+  for (uint32_t job_id : jobs) {
+    absl::StatusOr<std::vector<StepStatus>> steps = api_->QuerySteps(job_id);
+    if (!steps.ok()) {
+      spdlog::warn("Slurm step query failed: {}", steps.status().ToString());
+      continue;
+    }
+    for (StepStatus& s : *steps) by_name[{s.job_id, s.name}] = std::move(s);
   }
-  std::map<std::pair<uint32_t, std::string>, const StepStatus*> by_name;
-  for (const StepStatus& s : *all) by_name[{s.job_id, s.name}] = &s;
   for (auto& [trial_id, step] : steps_) {
     if (step.step_id) continue;
     // The name StepArgv gave it.
     auto found = by_name.find({step.job_id, step.name});
     if (found == by_name.end()) continue;
-    step.step_id = found->second->step_id;
-    if (!found->second->nodes.empty()) step.nodelist = found->second->nodes;
+    step.step_id = found->second.step_id;
+    if (!found->second.nodes.empty()) step.nodelist = found->second.nodes;
     BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, trial_id, now);
     e.backend_id = StepBackendId(step);
     out.push_back(std::move(e));

@@ -19,18 +19,29 @@
 // not known yet, one query of the steps), never one call per trial. Stop sends the trial's stop
 // signal (to the step, or to every step of the job) and cancels after the grace period.
 //
-// Restart (Adopt): a step is found again through the srun that hpo-shim recorded in the trial
-// directory (its command line names the allocation and nodes), its allocation is taken back
-// instead of canceled, and its outcome comes from the shim; a trial's job (jobs mode) is found by
+// Agents: in the allocations hpod requests, hpo-agent starts each step (under hpo-shim, which
+// writes the exit record into the trial directory) and reports how it runs and ends
+// (agent_hub.h); hpod's host holds no process per step. A step whose agent stops listing it is
+// ended by its exit record, or LOST when it left none.
+//
+// Restart (Adopt): an agent's step is taken back as such (its backend id ends in " agent"), and
+// the agent tells how it went; a step hpod ran itself is found again through the srun that
+// hpo-shim recorded in the trial directory (its command line names the allocation and nodes).
+// Either way its allocation is taken back instead of canceled, and its outcome comes from the
+// agent or the shim; a trial's job (jobs mode) is found by
 // its stored id or its name (hpo-<sweep>-<trial>) in the user's jobs.
 //
 // Thread safety: controller thread only (see Backend), except SetWakeup.
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/process.h"
@@ -51,11 +62,21 @@ class SlurmBackend final : public backend::Backend {
     // daemon re-adopts running steps and learns the outcome of those that ended meanwhile.
     // Empty: srun runs bare, and a restarted daemon cannot re-adopt steps.
     std::string shim;
-    // How often slurmctld is asked about jobs and allocations (sites rate-limit it); more often
-    // for a few seconds after hpod submitted something, so that starts are seen quickly.
-    absl::Duration query_interval = absl::Seconds(1);
-    absl::Duration fast_query_interval = absl::Milliseconds(100);
+    // The allocations hpod requests run hpo-agent (agent_hub.h), which starts their steps: then
+    // hpod's host holds no process per running step. Without a hub (and in the user's own
+    // allocation, `allocation.job`), hpod runs each step's srun under hpo-shim itself.
+    AgentLink agent;
+    // How often slurmctld is asked about the user's jobs and allocations, in one call (sites
+    // rate-limit it; the agents tell hpod the rest); more often for a few seconds after hpod
+    // submitted a trial's job or an allocation without an agent, or while a job is being
+    // stopped, so that starts and ends are seen quickly. A failed query doubles the interval
+    // (up to 5 minutes) until one succeeds.
+    absl::Duration query_interval = absl::Seconds(10);
+    absl::Duration fast_query_interval = absl::Seconds(1);
     absl::Duration fast_query_window = absl::Seconds(10);
+    // That query runs on a thread of its own, so that a slow slurmctld never holds up the
+    // controller (its answer is taken at the next Poll); false: in Poll itself.
+    bool query_thread = false;
   };
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
@@ -92,7 +113,11 @@ class SlurmBackend final : public backend::Backend {
     queued_.clear();
     pool_.Detach();
   }
-  void SetWakeup(std::function<void()> wake) override { watcher_.SetWakeup(std::move(wake)); }
+  void SetWakeup(std::function<void()> wake) override {
+    if (options_.agent.hub != nullptr) options_.agent.hub->SetWakeup(wake);
+    if (query_thread_) query_thread_->SetWakeup(wake);
+    watcher_.SetWakeup(std::move(wake));
+  }
 
   // What the pool expects the sweep's next allocation to wait in the queue (steps mode).
   absl::Duration ExpectedWait(int64_t sweep_id) const { return pool_.ExpectedWait(sweep_id); }
@@ -149,6 +174,15 @@ class SlurmBackend final : public backend::Backend {
     absl::Duration time_limit;  // resources.time_limit; 0: none
     backend::Interruption interrupted = backend::Interruption::kNone;
     std::string name;  // the step's (JobName)
+    // Started by the allocation's hpo-agent (process.pid is then 0): its launch order, and how
+    // the agent said it ended.
+    bool agent = false;
+    std::optional<v1::AgentOrder> launch_order;  // sent once more if the agent never had it
+    bool relaunched = false;
+    uint64_t launch_seq = 0;
+    std::optional<backend::ExitRecord> agent_outcome;
+    bool agent_vanished = false;
+    int agent_missing = 0;  // agent calls in a row that did not list it
   };
 
   struct Queued {  // launched, to be started at the next Act
@@ -158,12 +192,48 @@ class SlurmBackend final : public backend::Backend {
   // Act: submits a trial's job; spawns a trial's step (its srun under hpo-shim).
   void StartJob(const backend::LaunchSpec& spec);
   void StartStep(const backend::LaunchSpec& spec, const AllocationPool::Placed& placed);
+  // How a step is started: its srun under hpo-shim (by hpod, or by the allocation's agent, to
+  // which the order carries the environment hpod would give it).
+  backend::SpawnSpec StepSpawn(const backend::LaunchSpec& spec, uint32_t job_id,
+                               const std::vector<std::string>& nodes, int64_t mem_per_cpu_mb) const;
+  static v1::AgentOrder AgentLaunchOrder(const backend::LaunchSpec& spec,
+                                         const backend::SpawnSpec& spawn);
   void LaunchFailed(int64_t trial_id, const absl::Status& why);
   // Act: the stop signal to a trial's step or job.
   [[nodiscard]] absl::Status Signal(int64_t trial_id);
+  // One query of the user's jobs at a time, on a thread of its own (Options::query_thread).
+  class QueryThread {
+   public:
+    explicit QueryThread(SlurmApi& api);
+    ~QueryThread();
+    void SetWakeup(std::function<void()> wake);
+    void Ask();  // starts a query
+    bool Busy() const;
+    // The answer of the last query, once.
+    std::optional<absl::StatusOr<std::vector<JobStatus>>> Take();
+
+   private:
+    void Loop();
+    SlurmApi& api_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    bool asked_ = false, busy_ = false, stopping_ = false;
+    std::optional<absl::StatusOr<std::vector<JobStatus>>> answer_;
+    std::function<void()> wake_;
+    std::thread thread_;
+  };
+  // What slurmctld said of the user's jobs.
+  void TakeMine(absl::StatusOr<std::vector<JobStatus>> mine,
+                std::vector<backend::BackendEvent>& out);
   void PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
                 std::vector<backend::BackendEvent>& out);
   void ReapSteps(std::vector<backend::BackendEvent>& out);
+  // What the agents said about their steps since the last Poll.
+  void HearAgents();
+  // An agent's step: ended (outcome), vanished, or still running.
+  backend::TrialProcess::State CheckAgentStep(Step& step, backend::ExitRecord* outcome);
+  // Sends a signal to a step that has no Slurm step id yet: to its srun, which passes it on.
+  void SignalSrun(const Step& step, int signal);
   static Job NewJob(uint32_t job_id, const backend::LaunchSpec& spec);
   static void SetCheckpointing(const backend::LaunchSpec& spec, Step& step);
   // Poll: resumable steps whose allocation or time limit nears its end (or whose allocation is
@@ -179,6 +249,8 @@ class SlurmBackend final : public backend::Backend {
                                       const std::string& backend_id);
   [[nodiscard]] absl::Status AdoptStep(const backend::LaunchSpec& spec,
                                        const std::string& backend_id, const std::string& gpus);
+  [[nodiscard]] absl::Status AdoptAgentStep(const backend::LaunchSpec& spec, Step step,
+                                            const std::string& gpus);
   // The user's jobs, asked at most once a second while re-adopting.
   [[nodiscard]] absl::StatusOr<std::vector<JobStatus>> MineForAdoption();
   void IdentifySteps(bool force, std::vector<backend::BackendEvent>& out);
@@ -195,14 +267,19 @@ class SlurmBackend final : public backend::Backend {
   const Clock& clock_;
   Options options_;
   AllocationPool pool_;
-  std::map<int64_t, Job> jobs_;         // by trial id
-  std::map<int64_t, Step> steps_;       // by trial id
-  std::map<int64_t, Queued> queued_;    // by trial id
-  std::vector<int64_t> to_signal_;      // stopped, to be signaled at the next Act
-  std::vector<int64_t> to_checkpoint_;  // told to checkpoint, to be signaled at the next Act
+  std::map<int64_t, Job> jobs_;                // by trial id
+  std::map<int64_t, Step> steps_;              // by trial id
+  std::map<int64_t, Queued> queued_;           // by trial id
+  std::set<std::pair<int64_t, int>> orphans_;  // agents' steps hpod ended (trial, segment)
+  std::vector<int64_t> to_signal_;             // stopped, to be signaled at the next Act
+  std::vector<int64_t> to_checkpoint_;         // told to checkpoint, to be signaled at the next Act
   std::vector<backend::BackendEvent> events_;
   bool swept_leftovers_ = false;
   absl::Time last_query_ = absl::InfinitePast();
+  absl::Time last_steps_query_ = absl::InfinitePast();
+  absl::Duration query_backoff_;  // after failed queries
+  bool query_soon_ = false;       // an agent said its allocation runs: its times are wanted
+  std::unique_ptr<QueryThread> query_thread_;
   absl::Time fast_until_ = absl::InfinitePast();  // query often until then
   std::optional<std::vector<JobStatus>> adopt_mine_;
   // Steps-mode sweeps the restarted daemon runs (from Adopt), whose leftover allocations it

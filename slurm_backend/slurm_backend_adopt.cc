@@ -70,10 +70,6 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.process.dir = spec.trial_dir;
   step.process.segment = spec.segment;
   step.process.adopted = true;
-  step.process.pid = backend::ReadShimPid(spec.trial_dir);
-  if (step.process.pid == 0) {  // hpod died before hpo-shim wrote its pid
-    step.process.pid = backend::FindTrialProcess(spec.trial_id, spec.trial_dir);
-  }
   step.stop_signal = spec.stop_signal;
   step.stderr_path = layout::TrialDir(spec.trial_dir).stderr_log();
   step.launched = clock_.Now();
@@ -81,7 +77,8 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   step.tasks_checked = step.launched;
   SetCheckpointing(spec, step);
   if (spec.checkpoint_signal > 0) pool_.NoteCheckpointGrace(spec.sweep_id, spec.checkpoint_grace);
-  // What the store knew: "slurm:job=J step=S nodes=N" (S may be "pending").
+  // What the store knew: "slurm:job=J step=S nodes=N", then " agent" when the allocation's agent
+  // started it (S may be "pending").
   for (absl::string_view field : absl::StrSplit(backend_id, ' ', absl::SkipEmpty())) {
     uint32_t value = 0;
     if (absl::ConsumePrefix(&field, "slurm:job=") && absl::SimpleAtoi(field, &value)) {
@@ -90,7 +87,14 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
       step.step_id = value;
     } else if (absl::ConsumePrefix(&field, "nodes=")) {
       step.nodelist = std::string(field);
+    } else if (field == "agent") {
+      step.agent = true;
     }
+  }
+  if (step.agent) return AdoptAgentStep(spec, std::move(step), gpus);
+  step.process.pid = backend::ReadShimPid(spec.trial_dir);
+  if (step.process.pid == 0) {  // hpod died before hpo-shim wrote its pid
+    step.process.pid = backend::FindTrialProcess(spec.trial_id, spec.trial_dir);
   }
   // The srun the shim runs says where the step is: --jobid and --nodelist.
   if (step.process.pid > 0 && backend::IsTrialProcess(step.process.pid, spec.trial_id)) {
@@ -125,6 +129,39 @@ absl::Status SlurmBackend::AdoptStep(const LaunchSpec& spec, const std::string& 
   watcher_.Watch(step.process.pid);
   spdlog::info("trial {}: re-adopted step {} (srun pid {})", spec.trial_id, StepBackendId(step),
                step.process.pid);
+  steps_[spec.trial_id] = std::move(step);
+  return absl::OkStatus();
+}
+
+absl::Status SlurmBackend::AdoptAgentStep(const LaunchSpec& spec, Step step,
+                                          const std::string& gpus) {
+  std::optional<ExitRecord> outcome = backend::ReadExitRecord(spec.trial_dir, spec.segment);
+  bool agent_known = options_.agent.hub != nullptr && options_.agent.hub->Admitted(step.job_id);
+  if (!agent_known && !outcome) {
+    return absl::NotFoundError(absl::StrCat("allocation ", step.job_id,
+                                            " is not held any more, and trial ", spec.trial_id,
+                                            "'s step left no exit record"));
+  }
+  BackendEvent started =
+      BackendEvent::Of(BackendEvent::Kind::kStarted, spec.trial_id, step.launched);
+  started.backend_id = StepBackendId(step);
+  events_.push_back(std::move(started));
+  RecordTasks(step, /*force=*/outcome.has_value(), events_);
+  if (outcome) {
+    spdlog::info("trial {}: its step ended while hpod was away; its outcome is known",
+                 spec.trial_id);
+    events_.push_back(StepEnded(step, &*outcome));
+    return absl::OkStatus();
+  }
+  // Its agent says how it goes once it calls; its allocation is taken back meanwhile. Should
+  // the agent never have had it, the same launch goes again (CheckAgentStep).
+  step.launch_order =
+      AgentLaunchOrder(spec, StepSpawn(spec, step.job_id, api_->ExpandHostlist(step.nodelist),
+                                       SlurmOf(spec.placement).allocation.MemPerCpuMb()));
+  pool_.Adopt(spec.trial_id, step.job_id, spec.sweep_id, spec.placement,
+              api_->ExpandHostlist(step.nodelist), spec.resources, gpus);
+  spdlog::info("trial {}: re-adopted step {} (run by allocation {}'s agent)", spec.trial_id,
+               StepBackendId(step), step.job_id);
   steps_[spec.trial_id] = std::move(step);
   return absl::OkStatus();
 }

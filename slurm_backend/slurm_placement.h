@@ -24,6 +24,11 @@ struct AllocationShape {
   absl::Duration idle_timeout = absl::Seconds(30);  // an allocation with no steps goes after this
   uint32_t job = 0;  // not 0: use this running job of the user's (salloc, sbatch) instead;
                      // hpod neither requests more nor cancels it
+
+  // A step's even share of a node's memory per CPU (--mem-per-cpu); 0: none set.
+  int64_t MemPerCpuMb() const {
+    return memory_mb > 0 ? memory_mb / (cpus_per_node > 1 ? cpus_per_node : 1) : 0;
+  }
 };
 
 struct SlurmPlacement final : backend::BackendPlacement {

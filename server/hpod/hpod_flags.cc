@@ -85,6 +85,10 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
   app.add_option("--slurm-conf", f.slurm_conf,
                  "slurm.conf for the Slurm backend (default $SLURM_CONF, then "
                  "/etc/slurm/slurm.conf)");
+  app.add_option("--agent-silence", f.agent_silence,
+                 "an allocation's hpo-agent that has not heard from hpod this long takes no new "
+                 "steps, lets its running ones finish, and ends the allocation")
+      ->capture_default_str();
   app.add_option("--tls-cert", f.tls_cert,
                  "PEM certificate (chain): the TCP address serves TLS only")
       ->check(CLI::ExistingFile);
@@ -125,6 +129,12 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       !idle.ok() || *idle <= absl::ZeroDuration()) {
     std::fprintf(stderr, "hpod: --dashboard-idle %s: give a duration such as 30m or 8h\n",
                  f.dashboard_idle.c_str());
+    return 2;
+  }
+  if (absl::StatusOr<absl::Duration> silence = ParseDuration(f.agent_silence);
+      !silence.ok() || *silence <= absl::ZeroDuration()) {
+    std::fprintf(stderr, "hpod: --agent-silence %s: give a duration such as 90s or 10m\n",
+                 f.agent_silence.c_str());
     return 2;
   }
   return f.check_flags ? 0 : -1;

@@ -19,6 +19,9 @@ struct HpodFlags {
   std::string backend = "local";  // where sweeps that name no backend (and have no slurm:) run
   std::string slurm = "auto";     // auto | on | off
   std::string slurm_conf;
+  // An allocation's hpo-agent that has not heard from hpod this long lets its steps finish and
+  // ends the allocation.
+  std::string agent_silence = "10m";
   std::string tls_cert, tls_key, tls_ca;  // TLS for the TCP address and the dashboard
   bool insecure_listen = false;           // allow a non-loopback --listen / --dashboard without TLS
   std::string dashboard_idle = "8h";      // a dashboard session ends after this long unused

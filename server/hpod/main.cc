@@ -37,14 +37,11 @@
 #include "server/web/dashboard.h"
 #include "spdlog/sinks/basic_file_sink.h"
 #include "spdlog/spdlog.h"
+#ifdef HPO_WITH_SLURM
+#include "slurm_backend/agent_hub.h"
+#endif
 
 namespace {
-
-std::string SelfDir() {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.parent_path().string();
-}
 
 int Fail(const std::string& msg) {
   spdlog::error("{}", msg);
@@ -151,17 +148,27 @@ int main(int argc, char** argv) {
 
   // Every trial runs under hpo-shim (installed next to hpod), so that it outlives a crash of
   // this daemon and the next start re-adopts it.
-  std::string shim = SelfDir() + "/hpo-shim";
+  std::string shim = hpo::ExecutableDir() + "/hpo-shim";
   if (::access(shim.c_str(), X_OK) != 0) {
     return Fail(absl::StrCat("cannot find ", shim, " (installed with hpod)"));
   }
-  auto backend = hpo::server::OpenBackends(flags, data_dir, shim, SlurmSweepsUnfinished(**store));
+  // Where the hpo-agents of Slurm allocations call: it outlives the backend, and answers its
+  // held calls before the server stops.
+#ifdef HPO_WITH_SLURM
+  auto agents =
+      std::make_unique<hpo::slurm::AgentHub>(data_dir.agents_dir(), hpo::SystemClock::Get());
+  hpo::slurm::AgentHub* agent_hub = agents.get();
+#else
+  hpo::slurm::AgentHub* agent_hub = nullptr;
+#endif
+  auto backend =
+      hpo::server::OpenBackends(flags, data_dir, shim, SlurmSweepsUnfinished(**store), agent_hub);
   if (!backend.ok()) return Fail(std::string(backend.status().message()));
 
   hpo::server::ThreadedTrialFiles files;
   hpo::server::Controller::Options options;
   options.data_dir = data_dir;
-  options.hpo_bin_dir = SelfDir();
+  options.hpo_bin_dir = hpo::ExecutableDir();
   options.tick = absl::Milliseconds(flags.tick_ms);
   options.tls_ca = hpo::server::TlsCaPath(flags);
   hpo::server::Metrics metrics;  // /metrics: what the controller and the services measure
@@ -181,9 +188,16 @@ int main(int argc, char** argv) {
       return d != nullptr ? d->IssueLogin(caller) : std::string();
     });
   }
-  auto endpoints = hpo::server::StartEndpoints(flags, data_dir, {&hpo_service, &report_service});
+  std::vector<grpc::Service*> services = {&hpo_service, &report_service};
+#ifdef HPO_WITH_SLURM
+  services.push_back(agents.get());
+#endif
+  auto endpoints = hpo::server::StartEndpoints(flags, data_dir, services);
   if (!endpoints.ok()) return Fail(std::string(endpoints.status().message()));
   controller.set_report_endpoint(endpoints->endpoint);
+#ifdef HPO_WITH_SLURM
+  agents->SetEndpoint(endpoints->endpoint);
+#endif
   if (absl::Status s = controller.Recover(); !s.ok()) return Fail(s.ToString());
   controller.Start();
   if (flags.dashboard != "none") {
@@ -209,6 +223,9 @@ int main(int argc, char** argv) {
   spdlog::info("signal {}: shutting down{}", sig,
                keep_trials ? ", leaving the trials running" : "");
   endpoints->unix_listener.reset();  // no new local connections
+#ifdef HPO_WITH_SLURM
+  agents->Close();
+#endif
   endpoints->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   serving = nullptr;
   if (dashboard) dashboard->Stop();

@@ -8,9 +8,12 @@
 #include "backend/external_backend.h"
 #include "backend/local_backend.h"
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/status_macros.h"
+#include "server/hpod/endpoints.h"
 #include "spdlog/spdlog.h"
 #ifdef HPO_WITH_SLURM
+#include "slurm_backend/agent_hub.h"
 #include "slurm_backend/slurm_backend.h"
 #endif
 
@@ -41,7 +44,8 @@ std::string FindSlurmConf(const std::string& flag, std::string* why) {
 absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& flags,
                                                               const DataDir& data_dir,
                                                               const std::string& shim,
-                                                              bool slurm_sweeps_unfinished) {
+                                                              bool slurm_sweeps_unfinished,
+                                                              slurm::AgentHub* agents) {
   auto router = std::make_unique<backend::Router>(flags.backend);
   backend::LocalBackend::Options local;
   local.gpus = flags.gpus;
@@ -78,13 +82,25 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& f
   }
   slurm::SlurmBackend::Options options;
   options.shim = shim;
+  options.query_thread = true;  // a slow slurmctld never holds up the controller
   // Allocation names carry the data directory's stable id: a restarted daemon finds its own.
   ASSIGN_OR_RETURN(options.instance, data_dir.ReadOrCreateInstanceId());
+  std::string agent = DirName(shim) + "/hpo-agent";
+  if (agents != nullptr && ::access(agent.c_str(), X_OK) == 0) {
+    options.agent.hub = agents;
+    options.agent.argv = {agent, "--silence", flags.agent_silence, "--dir", agents->dir()};
+    options.agent.env["HPO_ENDPOINT_FILE"] = data_dir.endpoint_path();
+    if (std::string ca = TlsCaPath(flags); !ca.empty()) options.agent.env["HPO_TLS_CA"] = ca;
+    if (absl::Status s = MakeDirs(agents->dir(), 0700); !s.ok()) return s;
+  } else {
+    spdlog::warn("no {}: hpod runs each Slurm step's srun on this host", agent);
+  }
   router->Add(std::make_unique<slurm::SlurmBackend>(std::move(api), SystemClock::Get(), options));
   spdlog::info("Slurm is on: {}", conf);
 #else
   (void)data_dir;
   (void)slurm_sweeps_unfinished;
+  (void)agents;
   const char* why =
       "this hpod was built without Slurm (cmake -DHPO_WITH_SLURM=OFF); rebuild with "
       "libslurm-dev installed and HPO_WITH_SLURM=ON";

@@ -45,8 +45,10 @@ class FakeSlurm final : public slurm::SlurmApi {
     }
     return absl::OkStatus();
   }
+  absl::Status query_error;  // what QueryMine answers while it is not OK
   [[nodiscard]] absl::StatusOr<std::vector<slurm::JobStatus>> QueryMine() override {
     ++queries;
+    if (!query_error.ok()) return query_error;
     std::vector<slurm::JobStatus> out;
     for (auto& [id, j] : jobs) out.push_back(j.status);
     return out;
@@ -60,7 +62,7 @@ class FakeSlurm final : public slurm::SlurmApi {
     jobs[job_id].status.state = slurm::JobState::kCancelled;
     return absl::OkStatus();
   }
-  [[nodiscard]] absl::StatusOr<std::vector<slurm::StepStatus>> QuerySteps() override {
+  [[nodiscard]] absl::StatusOr<std::vector<slurm::StepStatus>> QuerySteps(uint32_t) override {
     return std::vector<slurm::StepStatus>{};
   }
   [[nodiscard]] absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) override {

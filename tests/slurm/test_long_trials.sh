@@ -129,7 +129,7 @@ pjobs_id=$(resumable preempt-jobs 12 2 15s "{mode: jobs, time_limit: 30m}" 1)
 for id in "$psteps_id" "$pjobs_id"; do
   wait_for "[ \"\$(sql \"SELECT MAX(step) FROM trials WHERE sweep_id=$id\")\" -ge 3 ]" 60 \
     || fail "sweep $id's trial did not get going"
-  node=$(sql "SELECT backend_id FROM trials WHERE sweep_id=$id" | sed 's/.*nodes=//')
+  node=$(sql "SELECT backend_id FROM trials WHERE sweep_id=$id" | sed 's/.*nodes=//; s/ .*//')
   sbatch -Q -p urgent -w "$node" -N1 --gres=gpu:2 -o /dev/null --wrap "sleep 15" >/dev/null \
     || fail "cannot submit the urgent job"
 done

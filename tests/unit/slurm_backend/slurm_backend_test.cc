@@ -671,5 +671,60 @@ TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
               HasSubstr("job 7 is not a pending or running job of yours"));
 }
 
+// The light touch on slurmctld: with agents telling hpod the rest, one query of the user's jobs
+// per interval, a doubling back-off while slurmctld refuses (rate limit), and none at all
+// between intervals however often hpod polls.
+TEST_F(SlurmStepsTest, AsksSlurmctldOncePerIntervalAndBacksOffWhileItRefuses) {
+  auto fake = std::make_unique<FakeSlurm>(canceled_);
+  FakeSlurm* slurm = fake.get();
+  SlurmBackend::Options options;
+  options.srun = srun_;
+  options.instance = "test";
+  options.query_interval = absl::Seconds(10);
+  SlurmBackend backend(std::move(fake), clock_, options);
+  placement_.allocation.idle_timeout = absl::Hours(1);  // held throughout
+  EXPECT_FALSE(backend.CanLaunch(1, Gpus(1), Where()));
+  backend.Poll();  // the first query, and the allocation request
+  ASSERT_EQ(slurm->jobs.size(), 1u);
+  uint32_t id = slurm->jobs.begin()->first;
+  slurm->Run(id, "n1");
+  int at_start = slurm->queries;
+  // While it starts (no agent here): once a second for a few seconds...
+  for (int i = 0; i < 100; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    backend.Poll();
+  }
+  EXPECT_LE(slurm->queries - at_start, 11);
+  // ... then once per interval, however often hpod polls.
+  int steady = slurm->queries;
+  for (int i = 0; i < 600; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    backend.Poll();
+  }
+  EXPECT_EQ(slurm->queries - steady, 6);
+  // Refused (rate limit): the next query waits longer each time, up to 5 minutes.
+  slurm->query_error =
+      absl::ResourceExhaustedError("Rate limit exceeded, please retry momentarily");
+  int refused = slurm->queries;
+  for (int i = 0; i < 6000; ++i) {  // 10 minutes
+    clock_.Advance(absl::Milliseconds(100));
+    backend.Poll();
+  }
+  int tries = slurm->queries - refused;
+  EXPECT_GE(tries, 4);  // 11 s, 22 s, 44 s, 88 s, 176 s, 300 s...
+  EXPECT_LE(tries, 7);
+  slurm->query_error = absl::OkStatus();
+  for (int i = 0; i < 3000 && slurm->queries == refused + tries; ++i) {
+    clock_.Advance(absl::Milliseconds(100));
+    backend.Poll();
+  }
+  int back = slurm->queries;
+  for (int i = 0; i < 600; ++i) {  // answered again: once per interval
+    clock_.Advance(absl::Milliseconds(100));
+    backend.Poll();
+  }
+  EXPECT_EQ(slurm->queries - back, 6);
+}
+
 }  // namespace
 }  // namespace hpo::slurm

@@ -1,0 +1,276 @@
+#include "slurm_backend/agent_hub.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/layout.h"
+#include "common/token.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::slurm {
+
+namespace {
+
+std::string BearerToken(const grpc::ServerContextBase& ctx) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return "";
+  absl::string_view v(it->second.data(), it->second.size());
+  if (!absl::ConsumePrefix(&v, "Bearer ")) return "";
+  return std::string(v);
+}
+
+}  // namespace
+
+AgentHub::AgentHub(std::string dir, const Clock& clock)
+    : dir_(std::move(dir)), clock_(clock), epoch_(RandomHex(8)) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    std::string name = entry.path().filename().string();
+    absl::string_view id = name;
+    uint32_t job_id = 0;
+    if (!absl::ConsumeSuffix(&id, layout::kAgentTokenSuffix) || !absl::SimpleAtoi(id, &job_id)) {
+      continue;
+    }
+    absl::StatusOr<std::string> token = ReadFile(entry.path().string());
+    if (!token.ok()) continue;
+    agents_[job_id].token = std::string(absl::StripAsciiWhitespace(*token));
+  }
+  expirer_ = std::thread([this] { Expire(); });
+}
+
+AgentHub::~AgentHub() {
+  Close();
+  expirer_.join();
+}
+
+void AgentHub::Close() {
+  std::vector<grpc::ServerUnaryReactor*> finish;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [job_id, agent] : agents_) {
+      if (!agent.held) continue;
+      AnswerLocked(agent, agent.held->resp);
+      finish.push_back(agent.held->reactor);
+      agent.held.reset();
+    }
+  }
+  cv_.notify_all();
+  for (grpc::ServerUnaryReactor* r : finish) r->Finish(grpc::Status::OK);
+}
+
+std::string AgentHub::TokenPath(uint32_t job_id) const {
+  return absl::StrCat(dir_, "/", job_id, layout::kAgentTokenSuffix);
+}
+
+absl::Status AgentHub::Admit(uint32_t job_id, const std::string& token) {
+  if (absl::Status s = MakeDirs(dir_, 0700); !s.ok()) return s;
+  if (absl::Status s = WriteFileAtomic(TokenPath(job_id), token + "\n", 0600); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  agents_[job_id].token = token;
+  return absl::OkStatus();
+}
+
+bool AgentHub::Admitted(uint32_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return agents_.count(job_id) > 0;
+}
+
+void AgentHub::Forget(uint32_t job_id) {
+  ::unlink(TokenPath(job_id).c_str());
+  ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentJournalSuffix).c_str());
+  ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentLogSuffix).c_str());
+  grpc::ServerUnaryReactor* finish = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(job_id);
+    if (it == agents_.end()) return;
+    if (it->second.held) {
+      finish = it->second.held->reactor;
+      it->second.held.reset();
+    }
+    agents_.erase(it);
+    heard_.erase(job_id);
+  }
+  if (finish != nullptr) {
+    finish->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the allocation is released"));
+  }
+}
+
+uint64_t AgentHub::Order(uint32_t job_id, v1::AgentOrder order) {
+  grpc::ServerUnaryReactor* finish = nullptr;
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = next_seq_++;
+    order.set_seq(seq);
+    Agent& agent = agents_[job_id];
+    agent.orders.push_back(std::move(order));
+    if (agent.held) {
+      AnswerLocked(agent, agent.held->resp);
+      finish = agent.held->reactor;
+      agent.held.reset();
+    }
+  }
+  if (finish != nullptr) finish->Finish(grpc::Status::OK);
+  return seq;
+}
+
+bool AgentHub::Applied(uint32_t job_id, uint64_t seq) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(job_id);
+  return it != agents_.end() && it->second.applied >= seq;
+}
+
+std::vector<AgentHub::Heard> AgentHub::TakeHeard() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Heard> out;
+  for (auto& [job_id, heard] : heard_) out.push_back(std::move(heard));
+  heard_.clear();
+  std::sort(out.begin(), out.end(), [](const Heard& a, const Heard& b) { return a.at < b.at; });
+  return out;
+}
+
+std::optional<absl::Time> AgentHub::LastHeard(uint32_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(job_id);
+  return it == agents_.end() ? std::nullopt : it->second.heard;
+}
+
+void AgentHub::Acknowledge(uint32_t job_id, int64_t trial_id, int segment) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(job_id);
+  if (it != agents_.end()) it->second.acknowledged.insert({trial_id, segment});
+}
+
+void AgentHub::SetEndpoint(std::string endpoint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  endpoint_ = std::move(endpoint);
+}
+
+std::string AgentHub::Endpoint() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return endpoint_;
+}
+
+void AgentHub::SetWakeup(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = std::move(wake);
+}
+
+void AgentHub::AnswerLocked(const Agent& agent, v1::AgentSyncResponse* resp) const {
+  resp->set_epoch(epoch_);
+  for (const v1::AgentOrder& o : agent.orders) *resp->add_orders() = o;
+  for (const auto& [trial_id, segment] : agent.acknowledged) {
+    v1::AgentStep* s = resp->add_acknowledged();
+    s->set_trial_id(trial_id);
+    s->set_segment(segment);
+  }
+}
+
+grpc::ServerUnaryReactor* AgentHub::AgentSync(grpc::CallbackServerContext* ctx,
+                                              const v1::AgentSyncRequest* req,
+                                              v1::AgentSyncResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::string token = BearerToken(*ctx);
+  grpc::ServerUnaryReactor* superseded = nullptr;
+  std::function<void()> wake;
+  bool hold = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = agents_.find(req->job_id());
+    if (it == agents_.end() || it->second.token.empty() || token.empty() ||
+        !TokensEqual(it->second.token, token)) {
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::UNAUTHENTICATED,
+          absl::StrCat("hpod holds no allocation ", req->job_id(), " with this agent token")));
+      return reactor;
+    }
+    Agent& agent = it->second;
+    absl::Time now = clock_.Now();
+    if (!agent.heard) {
+      spdlog::info("the agent of Slurm allocation {} on {} is in touch ({} step(s))", req->job_id(),
+                   req->host(), req->steps_size());
+    }
+    agent.heard = now;
+    if (req->epoch() == epoch_ && req->applied() > agent.applied) agent.applied = req->applied();
+    while (!agent.orders.empty() && agent.orders.front().seq() <= agent.applied) {
+      agent.orders.erase(agent.orders.begin());
+    }
+    // What the agent no longer lists needs no acknowledgement.
+    std::set<std::pair<int64_t, int>> listed;
+    for (const v1::AgentStep& s : req->steps()) listed.insert({s.trial_id(), s.segment()});
+    for (auto a = agent.acknowledged.begin(); a != agent.acknowledged.end();) {
+      a = listed.count(*a) ? std::next(a) : agent.acknowledged.erase(a);
+    }
+    Heard& heard = heard_[req->job_id()];
+    heard.job_id = req->job_id();
+    heard.host = req->host();
+    heard.nodelist = req->nodelist();
+    heard.steps.assign(req->steps().begin(), req->steps().end());
+    heard.at = now;
+    wake = wake_;
+    if (agent.held) {
+      AnswerLocked(agent, agent.held->resp);
+      superseded = agent.held->reactor;
+      agent.held.reset();
+    }
+    absl::Duration wait =
+        std::clamp(absl::Milliseconds(req->wait_ms()), absl::ZeroDuration(), kMaxWait);
+    if (agent.orders.empty() && wait > absl::ZeroDuration() && !stopping_) {
+      hold = true;
+      agent.held =
+          Held{reactor, resp, std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait)};
+    } else {
+      AnswerLocked(agent, resp);
+    }
+  }
+  if (superseded != nullptr) superseded->Finish(grpc::Status::OK);  // answered empty
+  if (hold) {
+    cv_.notify_all();
+  } else {
+    reactor->Finish(grpc::Status::OK);
+  }
+  if (wake) wake();
+  return reactor;
+}
+
+void AgentHub::Expire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    auto next = std::chrono::steady_clock::time_point::max();
+    auto now = std::chrono::steady_clock::now();
+    std::vector<grpc::ServerUnaryReactor*> finish;
+    for (auto& [job_id, agent] : agents_) {
+      if (!agent.held) continue;
+      if (agent.held->until <= now) {
+        AnswerLocked(agent, agent.held->resp);
+        finish.push_back(agent.held->reactor);
+        agent.held.reset();
+      } else {
+        next = std::min(next, agent.held->until);
+      }
+    }
+    if (!finish.empty()) {
+      lock.unlock();
+      for (grpc::ServerUnaryReactor* r : finish) r->Finish(grpc::Status::OK);
+      lock.lock();
+      continue;
+    }
+    if (next == std::chrono::steady_clock::time_point::max()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_until(lock, next);
+    }
+  }
+}
+
+}  // namespace hpo::slurm

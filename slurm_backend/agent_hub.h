@@ -1,0 +1,127 @@
+#pragma once
+// AgentHub: where hpod meets the hpo-agent of each Slurm allocation it holds (steps mode), and
+// the gRPC service (AgentService) the agents call.
+//
+// Each allocation hpod requests runs hpo-agent as its batch script (agent/hpo_agent.cc), with a
+// token of its own (HPO_AGENT_TOKEN) made for that allocation alone and kept in
+// DATA_DIR/agents/JOB.token (mode 0600), so that a restarted hpod knows its agents again. The
+// agent calls AgentSync in a loop: it hands over the whole table of the steps it started and
+// has not been told to forget, and takes the orders (launch a step, signal one) hpod queued for
+// its allocation after the last it applied. hpod holds the call while it has no order (a long
+// poll of at most `wait_ms`), so an order reaches the agent at once; a newer call of the same
+// agent answers the one it holds.
+//
+// Orders are numbered per run of hpod (its epoch): an agent that reports the orders of another
+// run as applied has applied none of this one's, and the agent itself never starts a step
+// (trial and segment) twice. An ended step is acknowledged (Acknowledge) once the backend
+// took its outcome, and the agent forgets it when it sees the acknowledgement.
+//
+// Thread safety: thread-safe. The backend calls Admit, Order, TakeHeard and Acknowledge on the
+// controller's thread; gRPC calls AgentSync on its own.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "hpo/v1/hpo.grpc.pb.h"
+
+namespace hpo::slurm {
+
+class AgentHub final : public v1::AgentService::CallbackService {
+ public:
+  // `dir`: DATA_DIR/agents; the tokens there are read now.
+  AgentHub(std::string dir, const Clock& clock);
+  // Close()s.
+  ~AgentHub() override;
+  // Answers the calls it holds, and holds none from now on: before the gRPC server shuts down.
+  void Close();
+  AgentHub(const AgentHub&) = delete;
+  AgentHub& operator=(const AgentHub&) = delete;
+
+  // Allocation `job_id`'s agent may call with `token` (written down first, so that a restart
+  // knows it).
+  [[nodiscard]] absl::Status Admit(uint32_t job_id, const std::string& token);
+  bool Admitted(uint32_t job_id) const;
+  // The allocation is gone: its token, journal and log go, and so do its orders.
+  void Forget(uint32_t job_id);
+  // Queues an order for the allocation's agent; returns its number.
+  uint64_t Order(uint32_t job_id, v1::AgentOrder order);
+  // Whether the agent said it applied order `seq` of this run.
+  bool Applied(uint32_t job_id, uint64_t seq) const;
+
+  // What an agent said in a call.
+  struct Heard {
+    uint32_t job_id = 0;
+    std::string host;
+    std::string nodelist;  // the allocation's nodes, as Slurm writes them ("n[1-2]")
+    std::vector<v1::AgentStep> steps;
+    absl::Time at;
+  };
+  // The agents heard since the last call (the latest of each), oldest first.
+  std::vector<Heard> TakeHeard();
+  // When the allocation's agent was last heard, or nullopt: never by this run of hpod.
+  std::optional<absl::Time> LastHeard(uint32_t job_id) const;
+  // The backend took this ended step's outcome: the agent may forget it.
+  void Acknowledge(uint32_t job_id, int64_t trial_id, int segment);
+  // Where hpod listens (HPO_ENDPOINT in the allocations it requests from now on); the agents
+  // look in the data directory's endpoint file first, when their node sees it.
+  void SetEndpoint(std::string endpoint);
+  std::string Endpoint() const;
+  const std::string& dir() const { return dir_; }
+  // Called (on gRPC's thread) after each call that brought something new.
+  void SetWakeup(std::function<void()> wake);
+
+  grpc::ServerUnaryReactor* AgentSync(grpc::CallbackServerContext* ctx,
+                                      const v1::AgentSyncRequest* req,
+                                      v1::AgentSyncResponse* resp) override;
+
+  // The longest hpod holds a call.
+  static constexpr absl::Duration kMaxWait = absl::Seconds(30);
+
+ private:
+  struct Held {
+    grpc::ServerUnaryReactor* reactor = nullptr;
+    v1::AgentSyncResponse* resp = nullptr;
+    std::chrono::steady_clock::time_point until;
+  };
+  struct Agent {
+    std::string token;
+    std::vector<v1::AgentOrder> orders;  // not applied yet, oldest first
+    uint64_t applied = 0;                // of this run
+    std::set<std::pair<int64_t, int>> acknowledged;
+    std::optional<Held> held;
+    std::optional<absl::Time> heard;
+  };
+  // Fills `resp` with the agent's orders and acknowledgements.
+  void AnswerLocked(const Agent& agent, v1::AgentSyncResponse* resp) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Expire();
+  std::string TokenPath(uint32_t job_id) const;
+
+  const std::string dir_;
+  const Clock& clock_;
+  const std::string epoch_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint32_t, Agent> agents_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, Heard> heard_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
+  std::string endpoint_ ABSL_GUARDED_BY(mu_);
+  std::thread expirer_;
+};
+
+}  // namespace hpo::slurm
