@@ -6,6 +6,8 @@
 # slurm-client and munge packages.
 #
 #   scripts/slurm-cluster.sh up [--dir DIR] [--nodes N] [--gpus G] [--cpus C] [--port P]
+#                               [--min-job-age SECONDS]   (how long slurmctld remembers an
+#                                                          ended job; default 300)
 #   scripts/slurm-cluster.sh status [--dir DIR]
 #   scripts/slurm-cluster.sh down [--dir DIR]
 #
@@ -21,6 +23,7 @@ NODES=1
 GPUS=4
 CPUS=16
 PORT=6817
+MIN_JOB_AGE=300
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir) DIR=$2; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --gpus) GPUS=$2; shift 2 ;;
     --cpus) CPUS=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
+    --min-job-age) MIN_JOB_AGE=$2; shift 2 ;;
     *) echo "slurm-cluster: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -102,7 +106,7 @@ SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd.%n.log
 InactiveLimit=0
 KillWait=5
-MinJobAge=300
+MinJobAge=$MIN_JOB_AGE
 NodeName=n[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$((PORT + 100))-$((PORT + 99 + NODES))] CPUs=$CPUS RealMemory=16000 $gres_line State=UNKNOWN
 PreemptType=preempt/partition_prio
 PreemptMode=CANCEL

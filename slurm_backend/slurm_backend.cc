@@ -202,17 +202,25 @@ std::string SlurmBackend::JobName(const LaunchSpec& spec) {
   return name;
 }
 
-JobRequest SlurmBackend::Request(const LaunchSpec& spec) {
+JobRequest SlurmBackend::Request(const LaunchSpec& spec, const std::string& shim) {
   JobRequest r;
   r.name = JobName(spec);
   // One task: the batch script is the trial. Several tasks (or nodes): the batch script starts
   // them all as one step; every task runs the command, rank 0 ($SLURM_PROCID) is the one to report.
   int tasks = spec.resources.nodes * spec.resources.tasks_per_node;
-  // The trial's parameters go into its directory first (what hpo-shim does on the other paths).
-  r.script = absl::StrCat("#!/bin/sh\n",
-                          "[ -z \"$HPO_PARAMS_JSON\" ] || printf '%s\\n' \"$HPO_PARAMS_JSON\" > ",
-                          ShellQuote(layout::TrialDir(spec.trial_dir).params()), " 2>/dev/null\n",
-                          tasks > 1 ? "exec srun --kill-on-bad-exit=1" : "exec");
+  r.script = "#!/bin/sh\n";
+  if (!shim.empty()) {
+    // Under hpo-shim, which writes the trial's parameters and, when it ends, its exit record into
+    // the trial directory: its outcome is known after slurmctld forgot the job (MinJobAge).
+    // Slurm signals every process of the batch step; the shim outlives its copy of each.
+    absl::StrAppend(&r.script, "exec ", ShellQuote(shim), " ", ShellQuote(spec.trial_dir), " --");
+  } else {
+    // The trial's parameters go into its directory first (what hpo-shim does on the other paths).
+    absl::StrAppend(&r.script,
+                    "[ -z \"$HPO_PARAMS_JSON\" ] || printf '%s\\n' \"$HPO_PARAMS_JSON\" > ",
+                    ShellQuote(layout::TrialDir(spec.trial_dir).params()), " 2>/dev/null\nexec");
+  }
+  r.script += tasks > 1 ? " srun --kill-on-bad-exit=1" : "";
   if (tasks > 1 && spec.resources.gpus_per_task > 0) {
     absl::StrAppend(&r.script, " --gpus-per-task=", spec.resources.gpus_per_task);
   }
@@ -359,7 +367,7 @@ void SlurmBackend::LaunchFailed(int64_t trial_id, const absl::Status& why) {
 }
 
 void SlurmBackend::StartJob(const LaunchSpec& spec) {
-  absl::StatusOr<uint32_t> id = api_->Submit(Request(spec));
+  absl::StatusOr<uint32_t> id = api_->Submit(Request(spec, options_.shim));
   if (!id.ok()) {
     LaunchFailed(spec.trial_id, id.status());
     return;
@@ -372,6 +380,8 @@ void SlurmBackend::StartJob(const LaunchSpec& spec) {
 SlurmBackend::Job SlurmBackend::NewJob(uint32_t job_id, const LaunchSpec& spec) {
   Job job;
   job.job_id = job_id;
+  job.dir = spec.trial_dir;
+  job.segment = spec.segment;
   job.stop_signal = spec.stop_signal;
   job.checkpoint_signal = spec.checkpoint_signal;
   job.checkpoint_grace = spec.checkpoint_grace;
@@ -932,6 +942,25 @@ void SlurmBackend::RecordTasks(Step& step, bool force, std::vector<BackendEvent>
   out.push_back(std::move(e));
 }
 
+void SlurmBackend::JobEndedByRecord(int64_t trial_id, const Job& job, const ExitRecord& rec,
+                                    std::vector<BackendEvent>& out) {
+  absl::Time now = clock_.Now();
+  if (!job.started) {
+    BackendEvent started = BackendEvent::Of(BackendEvent::Kind::kStarted, trial_id, now);
+    started.backend_id = absl::StrCat("slurm:job=", job.job_id);
+    out.push_back(std::move(started));
+  }
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, now);
+  e.stop_requested = job.stop_requested;
+  e.exit_code = rec.exit_code;
+  e.term_signal = rec.term_signal;
+  spdlog::info("trial {}: Slurm job {} is no longer known; its exit record says {}", trial_id,
+               job.job_id,
+               rec.term_signal != 0 ? absl::StrCat("signal ", rec.term_signal)
+                                    : absl::StrCat("exit ", rec.exit_code));
+  out.push_back(std::move(e));
+}
+
 Interruption SlurmBackend::CheckpointedJob(const Job& job, const JobStatus& st) {
   if (job.checkpoint_signal == 0) return Interruption::kNone;
   if (job.preempted_at != absl::InfinitePast() || st.preempt_time != absl::InfinitePast()) {
@@ -959,9 +988,15 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
     Job& job = it->second;
     auto found = by_id.find(job.job_id);
     if (found == by_id.end()) {
-      // Just-submitted jobs may take a moment to show; a job gone for good is lost.
+      // Just-submitted jobs may take a moment to show; a job gone for good (slurmctld forgets
+      // an ended job after MinJobAge) ended as hpo-shim wrote down, or is lost.
       if (++job.polls_missing < 20) {
         ++it;
+        continue;
+      }
+      if (std::optional<ExitRecord> rec = backend::ReadExitRecord(job.dir, job.segment)) {
+        JobEndedByRecord(trial_id, job, *rec, out);
+        it = jobs_.erase(it);
         continue;
       }
       BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kLost, trial_id, now);

@@ -121,8 +121,9 @@ class SlurmBackend final : public backend::Backend {
 
   // What the pool expects the sweep's next allocation to wait in the queue (steps mode).
   absl::Duration ExpectedWait(int64_t sweep_id) const { return pool_.ExpectedWait(sweep_id); }
-  // The batch request a trial becomes in jobs mode (exposed for tests).
-  static JobRequest Request(const backend::LaunchSpec& spec);
+  // The batch request a trial becomes in jobs mode (exposed for tests): its command under
+  // `shim` (hpo-shim) when given.
+  static JobRequest Request(const backend::LaunchSpec& spec, const std::string& shim = "");
   // A trial's job (jobs mode) or step name: hpo-<sweep>-<trial>, with ".<segment>" for a
   // resumed trial's later segments, so that a restart never takes an earlier segment's job for
   // the current one.
@@ -136,6 +137,8 @@ class SlurmBackend final : public backend::Backend {
  private:
   struct Job {  // jobs mode
     uint32_t job_id = 0;
+    std::string dir;  // the trial's directory: hpo-shim's exit record
+    int segment = 1;
     bool started = false;
     bool stop_requested = false;
     int stop_signal = 15;
@@ -235,6 +238,10 @@ class SlurmBackend final : public backend::Backend {
   // Sends a signal to a step that has no Slurm step id yet: to its srun, which passes it on.
   void SignalSrun(const Step& step, int signal);
   static Job NewJob(uint32_t job_id, const backend::LaunchSpec& spec);
+  // A job slurmctld no longer knows ended as its exit record says (the start, too, if it was
+  // never seen).
+  void JobEndedByRecord(int64_t trial_id, const Job& job, const backend::ExitRecord& rec,
+                        std::vector<backend::BackendEvent>& out);
   static void SetCheckpointing(const backend::LaunchSpec& spec, Step& step);
   // Poll: resumable steps whose allocation or time limit nears its end (or whose allocation is
   // being preempted) are reported (kCheckpoint) and signaled at the next Act.

@@ -51,6 +51,14 @@ absl::Status SlurmBackend::AdoptJob(const LaunchSpec& spec, const std::string& b
     if ((stored != 0 && j.job_id == stored) || (stored == 0 && j.name == name)) found = &j;
   }
   if (found == nullptr) {
+    // Ended while hpod was away, and forgotten by slurmctld since (MinJobAge): hpo-shim wrote
+    // down how.
+    std::optional<ExitRecord> rec = backend::ReadExitRecord(spec.trial_dir, spec.segment);
+    if (stored != 0 && rec) {
+      Job job = NewJob(stored, spec);
+      JobEndedByRecord(spec.trial_id, job, *rec, events_);
+      return absl::OkStatus();
+    }
     return absl::NotFoundError(
         absl::StrCat("Slurm no longer knows trial ", spec.trial_id, "'s job",
                      stored != 0 ? absl::StrCat(" ", stored) : std::string()));

@@ -18,9 +18,9 @@ slurm_cleanup() {
   cleanup "$rc"
 }
 trap slurm_cleanup EXIT
-# cluster_up NODES GPUS CPUS
+# cluster_up NODES GPUS CPUS [more options of scripts/slurm-cluster.sh up]
 cluster_up() {
-  eval "$(cluster up --nodes "$1" --gpus "$2" --cpus "$3" --port "$SLURM_PORT")"
+  eval "$(cluster up --nodes "$1" --gpus "$2" --cpus "$3" --port "$SLURM_PORT" "${@:4}")"
   export SLURM_CONF
 }
 # The test's own jobs only (another cluster may run on the machine).

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
+#include "common/layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fakes/act_now.h"
@@ -431,6 +432,38 @@ TEST_F(SlurmStepsTest, JobsTheInfrastructureEndsAreLostWithTheirCause) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, BackendEvent::Kind::kExited);
   EXPECT_THAT(events[0].message, HasSubstr("out of memory"));
+}
+
+// A job slurmctld forgot (MinJobAge passed while nobody looked) ended as hpo-shim wrote down in
+// the trial directory; without that record it is LOST. Its batch script runs the trial under
+// the shim.
+TEST_F(SlurmStepsTest, AJobSlurmctldForgotEndsAsItsExitRecordSays) {
+  placement_.mode = "jobs";
+  EXPECT_THAT(SlurmBackend::Request(Spec(9, {"true"}, 1), "/opt/hpo/bin/hpo-shim").script,
+              HasSubstr("exec /opt/hpo/bin/hpo-shim " + dir_ + "/t9 -- true"));
+  for (int64_t trial : {1, 2}) {
+    LaunchSpec spec = Spec(trial, {"true"}, 1);
+    ASSERT_TRUE(fakes::LaunchNow(*backend_, spec).ok());
+    uint32_t job = slurm_->next_id - 1;
+    slurm_->Run(job, "n1");
+    backend_->Poll();  // started
+    if (trial == 1) {
+      ASSERT_TRUE(WriteFileAtomic(layout::TrialDir(spec.trial_dir).shim_exit(), "exit 3\n").ok());
+    }
+    slurm_->jobs.erase(job);
+    std::vector<BackendEvent> ends;
+    for (int i = 0; i < 25 && ends.empty(); ++i) {
+      for (auto& e : backend_->Poll()) ends.push_back(e);
+    }
+    ASSERT_EQ(ends.size(), 1u);
+    if (trial == 1) {
+      EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kExited);
+      EXPECT_EQ(ends[0].exit_code, 3);
+    } else {
+      EXPECT_EQ(ends[0].kind, BackendEvent::Kind::kLost);
+      EXPECT_THAT(ends[0].message, HasSubstr("vanished"));
+    }
+  }
 }
 
 // A step that Slurm cut short at its allocation's time limit is LOST, even when the trial
