@@ -50,6 +50,7 @@
 #include "absl/time/time.h"
 #include "backend/process.h"
 #include "client/client.h"
+#include "common/address.h"
 #include "common/duration.h"
 #include "common/files.h"
 #include "common/layout.h"
@@ -150,9 +151,7 @@ class Agent {
     absl::Duration silence = absl::Minutes(10);
   };
   explicit Agent(Options options) : options_(std::move(options)), journal_(options_.journal) {
-    char host[256] = {0};
-    ::gethostname(host, sizeof(host) - 1);
-    host_ = host;
+    host_ = hpo::HostName();
     runs_ = journal_.Load(&launched_);
     // Steps an earlier agent of this allocation started: still running, or ended as their exit
     // record says.

@@ -11,10 +11,13 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/address.h"
+#include "common/daemon_lock.h"
 #include "common/data_dir.h"
 #include "common/files.h"
 #include "common/fingerprint.h"
@@ -105,22 +108,67 @@ absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) 
   return c;
 }
 
+namespace {
+
+// What hpo needs to call the data directory's hpod over TCP: the CA to trust there ($HPO_TLS_CA,
+// else the copy hpod keeps in the data directory while it serves TLS).
+absl::StatusOr<std::string> DataDirTlsCa(const DataDir& dir) {
+  ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
+  if (!ca.empty()) return ca;
+  if (::access(dir.tls_ca_path().c_str(), F_OK) != 0) return std::string();
+  return ReadFile(dir.tls_ca_path());
+}
+
+// hpod of `dir`, if it answers: on its Unix socket (this host), else at the TCP endpoint it
+// wrote (another host that shares the directory: hpod run as a Slurm job).
+std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) {
+  absl::StatusOr<std::string> token = dir.ReadToken();
+  if (!token.ok()) return nullptr;
+  std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
+  bool here = !holder || holder->host == HostName();  // another host's socket cannot answer
+  if (here && ::access(dir.socket_path().c_str(), F_OK) == 0) {
+    auto c = std::make_unique<Client>(dir.socket_target(), *token);
+    if (c->Healthy(wait)) return c;
+  }
+  absl::StatusOr<std::string> text = ReadFile(dir.endpoint_path());
+  if (!text.ok()) return nullptr;
+  std::string endpoint(absl::StripAsciiWhitespace(*text));
+  // A loopback address is this host's, where the socket would have answered.
+  if (endpoint.empty() || absl::StartsWith(endpoint, "unix:") || IsLoopback(endpoint)) {
+    return nullptr;
+  }
+  absl::StatusOr<std::string> ca = DataDirTlsCa(dir);
+  if (!ca.ok()) return nullptr;
+  auto c = std::make_unique<Client>(endpoint, *token, *ca);
+  if (c->Healthy(wait)) return c;
+  return nullptr;
+}
+
+std::string Describe(const LockHolder& h) {
+  return absl::StrCat(h.host, " (pid ", h.pid, h.job.empty() ? "" : ", Slurm job ", h.job, ")");
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
   DataDir dir = DataDir::FromEnvironment();
-  auto try_connect = [&]() -> std::unique_ptr<Client> {
-    auto token = dir.ReadToken();
-    if (!token.ok() || ::access(dir.socket_path().c_str(), F_OK) != 0) return nullptr;
-    auto c = std::make_unique<Client>(dir.socket_target(), *token);
-    if (!c->Healthy(absl::Seconds(2))) return nullptr;
-    return c;
-  };
-  if (auto c = try_connect()) return c;
+  if (auto c = ConnectDataDir(dir, absl::Seconds(2))) return c;
+  // One that holds the directory but does not answer (starting or stopping, or unreachable from
+  // here): starting another would only meet its lock.
+  if (std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
+      holder && (!holder->job.empty() || holder->host != HostName())) {
+    auto endpoint = ReadFile(dir.endpoint_path());
+    return absl::UnavailableError(absl::StrCat(
+        "hpod of ", dir.root(), " runs on ", Describe(*holder), " but does not answer",
+        endpoint.ok() ? absl::StrCat(" at ", absl::StripAsciiWhitespace(*endpoint)) : "",
+        " from here (is it still starting? `hpo daemon status`)"));
+  }
   if (!autostart) {
     return absl::UnavailableError(absl::StrCat("no hpod answers at ", dir.socket_path(),
                                                " (start one with `hpo daemon start`)"));
   }
   if (absl::Status s = StartDaemon(absl::Seconds(20)); !s.ok()) return s;
-  if (auto c = try_connect()) return c;
+  if (auto c = ConnectDataDir(dir, absl::Seconds(2))) return c;
   return absl::UnavailableError(
       absl::StrCat("hpod started but does not answer at ", dir.socket_path()));
 }
@@ -243,32 +291,64 @@ absl::Status Client::Watch(int64_t sweep_id, int64_t since_seq,
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// hpod installed next to this program, else the one on PATH.
+std::string HpodPath() {
+  std::string hpod = ExecutableDir() + "/hpod";
+  return ::access(hpod.c_str(), X_OK) == 0 ? hpod : "hpod";
+}
+
+// Runs `argv` (no shell), its standard error merged into what it prints; the exit status (-1
+// when it could not run) and what it printed.
+std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const std::string& a : argv) absl::StrAppend(&cmd, cmd.empty() ? "" : " ", ShellQuote(a));
+  absl::StrAppend(&cmd, " 2>&1");
+  std::string said;
+  int rc = -1;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) said.append(buf, n);
+    int status = ::pclose(p);
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  return {rc, said};
+}
+
+// hpod checks its flags first, so that a typo is told here and nothing starts.
+absl::Status CheckHpodFlags(const std::string& hpod, const std::vector<std::string>& args) {
+  if (args.empty()) return absl::OkStatus();
+  std::vector<std::string> argv = {hpod, "--check-flags"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto [rc, said] = RunCommand(argv);
+  if (rc == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("hpod refuses these options (nothing was started): ",
+                   absl::StripAsciiWhitespace(said.empty() ? "could not run " + hpod : said)));
+}
+
+std::string LogTail(const std::string& path) {
+  bool truncated = false;
+  absl::StatusOr<std::string> tail = TailFile(path, 2000, &truncated);
+  return tail.ok() ? *tail : "";
+}
+
+bool HasOption(const std::vector<std::string>& args, const std::string& name) {
+  for (const std::string& a : args) {
+    if (a == name || absl::StartsWith(a, name + "=")) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args) {
   DataDir dir = DataDir::FromEnvironment();
   if (absl::Status s = dir.Create(); !s.ok()) return s;
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  std::string hpod = "hpod";
-  if (!ec && std::filesystem::exists(self.parent_path() / "hpod"))
-    hpod = (self.parent_path() / "hpod").string();
-  if (!extra_args.empty()) {  // hpod checks its flags first, so that a typo is told here
-    std::string cmd = ShellQuote(hpod) + " --check-flags";
-    for (const std::string& a : extra_args) absl::StrAppend(&cmd, " ", ShellQuote(a));
-    absl::StrAppend(&cmd, " 2>&1");
-    std::string said;
-    int rc = -1;
-    if (FILE* p = ::popen(cmd.c_str(), "r")) {
-      char buf[512];
-      size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) said.append(buf, n);
-      rc = ::pclose(p);
-    }
-    if (rc != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("hpod refuses these options (nothing was started): ",
-                       absl::StripAsciiWhitespace(said.empty() ? "could not run " + hpod : said)));
-    }
-  }
+  std::string hpod = HpodPath();
+  RETURN_IF_ERROR(CheckHpodFlags(hpod, extra_args));
   std::string log = dir.log_path();
   pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
@@ -300,16 +380,104 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
-  std::string tail;
-  bool truncated = false;
-  if (auto t = TailFile(log, 2000, &truncated); t.ok()) tail = *t;
   return absl::UnavailableError(absl::StrCat("hpod did not come up within ",
                                              absl::FormatDuration(timeout), "; its log ", log,
-                                             " ends with:\n", tail));
+                                             " ends with:\n", LogTail(log)));
+}
+
+absl::StatusOr<DaemonJob> StartDaemonAsJob(const std::vector<std::string>& sbatch_args,
+                                           const std::vector<std::string>& hpod_args,
+                                           absl::Duration wait) {
+  DataDir dir = DataDir::FromEnvironment();
+  RETURN_IF_ERROR(dir.Create());
+  std::string hpod = HpodPath();
+  std::vector<std::string> args = hpod_args;
+  // Reached from the login nodes and the allocations' agents: not on loopback.
+  if (!HasOption(args, "--listen")) args.push_back("--listen=0.0.0.0:0");
+  if (!HasOption(args, "--keep-trials-on-term")) args.push_back("--keep-trials-on-term");
+  RETURN_IF_ERROR(CheckHpodFlags(hpod, args));
+  std::string out = dir.root() + "/hpod-job.out";
+  std::string script = absl::StrCat(
+      "#!/bin/bash\n"
+      "# hpod run as a Slurm job for ",
+      dir.root(),
+      ", written by `hpo daemon start --as-job`.\n"
+      "# Submit it again (sbatch, or a scrontab line: docs/operations.md) to start hpod\n"
+      "# wherever Slurm places it; the sweeps and their trials go on.\n"
+      "#SBATCH --job-name=hpod\n"
+      "#SBATCH --ntasks=1\n"
+      "#SBATCH --output=",
+      out,
+      "\n"
+      "#SBATCH --open-mode=append\n"
+      "exec ",
+      ShellQuote(hpod), " ", ShellQuote("--data-dir=" + dir.root()), " ",
+      ShellQuote("--log-file=" + dir.log_path()));
+  for (const std::string& a : args) absl::StrAppend(&script, " ", ShellQuote(a));
+  absl::StrAppend(&script, "\n");
+  RETURN_IF_ERROR(WriteFileAtomic(dir.daemon_job_script_path(), script, 0700));
+  std::vector<std::string> sbatch = {"sbatch", "--parsable"};
+  sbatch.insert(sbatch.end(), sbatch_args.begin(), sbatch_args.end());
+  sbatch.push_back(dir.daemon_job_script_path());
+  auto [rc, said] = RunCommand(sbatch);
+  std::string answer(absl::StripAsciiWhitespace(said));
+  DaemonJob job;
+  job.id = answer.substr(0, answer.find(';'));  // "JOB" or "JOB;CLUSTER"
+  int64_t number = 0;
+  if (rc != 0 || !absl::SimpleAtoi(job.id, &number)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sbatch refused hpod's job (nothing was started): ",
+                     answer.empty() ? "could not run sbatch" : answer));
+  }
+  absl::Time until = absl::Now() + wait;
+  while (true) {
+    std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
+    if (holder && holder->job == job.id && ConnectDataDir(dir, absl::Seconds(1)) != nullptr) {
+      job.host = holder->host;
+      job.running = true;
+      return job;
+    }
+    auto [squeue_rc, state] =
+        RunCommand({"squeue", "--noheader", "--jobs=" + job.id, "--format=%T"});
+    state = std::string(absl::StripAsciiWhitespace(state));
+    if (squeue_rc == 0 && state.empty()) {  // it left the queue without serving
+      return absl::UnavailableError(absl::StrCat(
+          "hpod's Slurm job ", job.id, " ended without serving; ", out, " ends with:\n",
+          LogTail(out), "\nand ", dir.log_path(), " with:\n", LogTail(dir.log_path())));
+    }
+    if (absl::Now() >= until) {
+      job.state = state;
+      return job;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
 }
 
 absl::Status StopDaemon(absl::Duration timeout, bool keep_trials) {
   DataDir dir = DataDir::FromEnvironment();
+  std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
+  if (holder && !holder->job.empty()) {
+    // hpod run as a Slurm job, on whichever node: its job's batch step is hpod itself.
+    auto [rc, said] = RunCommand(
+        {"scancel", "--batch", keep_trials ? "--signal=USR1" : "--signal=INT", holder->job});
+    if (rc != 0) {
+      return absl::UnavailableError(absl::StrCat("scancel could not signal hpod's job ",
+                                                 holder->job, ": ",
+                                                 absl::StripAsciiWhitespace(said)));
+    }
+    absl::Time until = absl::Now() + timeout;
+    while (absl::Now() < until) {
+      std::optional<LockHolder> now = LiveLockHolder(dir.lock_path());
+      if (!now || now->job != holder->job) return absl::OkStatus();
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "hpod (Slurm job ", holder->job, ") did not stop within ", absl::FormatDuration(timeout)));
+  }
+  if (holder && holder->host != HostName()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hpod of ", dir.root(), " runs on ", Describe(*holder), ": stop it there"));
+  }
   auto text = ReadFile(dir.pid_path());
   int pid = 0;
   if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &pid) || pid <= 1) {

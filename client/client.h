@@ -76,8 +76,24 @@ class Client {
 // and waits until it answers.
 [[nodiscard]] absl::Status StartDaemon(absl::Duration timeout,
                                        const std::vector<std::string>& extra_args = {});
+// hpod run as a Slurm job: its job id and, once it serves, the node it runs on.
+struct DaemonJob {
+  std::string id;
+  bool running = false;  // it holds the data directory and answers
+  std::string host;      // where, when running
+  std::string state;     // Slurm's state of the job when not yet running (e.g. PENDING)
+};
+// Writes DATA_DIR/hpod-job.sh, a batch script that runs hpod for the data directory with
+// `hpod_args` (listening on 0.0.0.0:0 unless they say --listen, and leaving the trials running
+// when its job ends), submits it with `sbatch_args`, and waits up to `wait` for it to answer.
+// A job still queued then is no error (running false). FAILED_PRECONDITION when sbatch refuses
+// it, INVALID_ARGUMENT when hpod refuses the options, UNAVAILABLE when the job ended unserved.
+[[nodiscard]] absl::StatusOr<DaemonJob> StartDaemonAsJob(
+    const std::vector<std::string>& sbatch_args, const std::vector<std::string>& hpod_args,
+    absl::Duration wait);
 // Sends SIGTERM to the data directory's hpod (SIGUSR1 with `keep_trials`: it leaves its trials
-// running for the next start to re-adopt) and waits until it is gone.
+// running for the next start to re-adopt) and waits until it is gone. hpod run as a Slurm job
+// gets SIGINT or SIGUSR1 through `scancel --batch`, from any host.
 [[nodiscard]] absl::Status StopDaemon(absl::Duration timeout, bool keep_trials = false);
 
 [[nodiscard]] absl::Status FromGrpc(const grpc::Status& s);

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 
 namespace hpo {
 namespace {
@@ -47,6 +48,14 @@ std::optional<LockHolder> ParseLockHolder(const std::string& text) {
   h.job = f[2] == "-" ? "" : f[2];
   h.seen = absl::FromUnixSeconds(seen);
   return h;
+}
+
+std::optional<LockHolder> LiveLockHolder(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  std::optional<LockHolder> holder = ParseLockHolder(*text);
+  if (!holder || holder->seen + DaemonLock::kStale <= absl::Now()) return std::nullopt;
+  return holder;
 }
 
 absl::StatusOr<std::unique_ptr<DaemonLock>> DaemonLock::Acquire(const std::string& path,

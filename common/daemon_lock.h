@@ -36,6 +36,10 @@ struct LockHolder {
 // The holder a lock file names, or nullopt for an empty (free) or unreadable one.
 std::optional<LockHolder> ParseLockHolder(const std::string& text);
 
+// The hpod the lock file at `path` names while it beats (its last beat within kStale), else
+// nullopt: no hpod holds the data directory, or the one named is surely gone.
+std::optional<LockHolder> LiveLockHolder(const std::string& path);
+
 class DaemonLock {
  public:
   static constexpr absl::Duration kBeat = absl::Seconds(10);

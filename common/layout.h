@@ -5,8 +5,10 @@
 //   $HPO_DATA_DIR (default ~/.hpo)     mode 0700
 //     hpod.db          the SQLite store (WAL)
 //     hpod.sock        the Unix socket for local clients
-//     endpoint         the TCP address trials and remote clients use ("127.0.0.1:PORT")
+//     endpoint         the TCP address trials, agents and remote clients use ("HOST:PORT")
 //     tcp_port         the port of the last run, asked for again at the next start
+//     tls-ca.pem       the CA that clients reaching `endpoint` trust, while hpod serves TLS
+//     hpod-job.sh      the batch script of hpod run as a Slurm job (`hpo daemon start --as-job`)
 //     token            the owner's token, mode 0600
 //     users/NAME.token tokens of other users of a shared daemon, mode 0600
 //     users/NAME.access  their roles (server/auth/auth.h)
@@ -32,6 +34,8 @@ inline constexpr char kDatabase[] = "hpod.db";
 inline constexpr char kSocket[] = "hpod.sock";
 inline constexpr char kEndpoint[] = "endpoint";
 inline constexpr char kTcpPort[] = "tcp_port";
+inline constexpr char kTlsCa[] = "tls-ca.pem";
+inline constexpr char kDaemonJobScript[] = "hpod-job.sh";
 // The dashboard's URL while hpod runs, and the port it had (asked for again at the next start).
 inline constexpr char kDashboard[] = "dashboard";
 inline constexpr char kDashboardPort[] = "dashboard_port";

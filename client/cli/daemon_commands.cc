@@ -4,8 +4,10 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "client/cli/cli.h"
+#include "common/daemon_lock.h"
 #include "common/data_dir.h"
 #include "common/files.h"
 #include "common/shell_quote.h"
@@ -13,7 +15,7 @@
 namespace hpo::client::cli {
 
 DaemonCommands::DaemonCommands(CLI::App& app, int& rc) : rc_(rc) {
-  CLI::App* daemon = app.add_subcommand("daemon", "start, stop or check the local hpod");
+  CLI::App* daemon = app.add_subcommand("daemon", "start, stop or check hpod");
   daemon->require_subcommand(1);
   CLI::App* start = daemon->add_subcommand(
       "start",
@@ -32,9 +34,22 @@ DaemonCommands::DaemonCommands(CLI::App& app, int& rc) : rc_(rc) {
       ->check(CLI::ExistingFile);
   start->add_option("--tls-key", start_.tls_key, "PEM private key of --tls-cert")
       ->check(CLI::ExistingFile);
+  start
+      ->add_option("--as-job", start_.as_job,
+                   "run hpod as a Slurm job (sbatch), listening on 0.0.0.0 unless --listen says "
+                   "otherwise; its sweeps and trials go on when the job ends and another starts. "
+                   "sbatch options as one value: --as-job='--qos=workflow --time=7-0'")
+      ->expected(0, 1);
+  start
+      ->add_option("--wait", start_.wait_s,
+                   "with --as-job: seconds to wait for the job to start serving (a job still "
+                   "queued then is left queued)")
+      ->capture_default_str();
   start->callback([this] { Start(); });
   CLI::App* stop = daemon->add_subcommand(
-      "stop", "stop hpod (running trials end and are retried at its next start)");
+      "stop",
+      "stop hpod (running trials end and are retried at its next start); hpod run as a Slurm "
+      "job is signalled through scancel, from any host");
   stop->add_flag("--keep-trials", stop_.keep_trials,
                  "leave running trials running; the next start re-adopts them (for upgrades)");
   stop->callback([this] { Stop(); });
@@ -80,6 +95,27 @@ void DaemonCommands::Start() {
   if (!start_.tls_cert.empty()) args.push_back("--tls-cert=" + AbsolutePath(start_.tls_cert));
   if (!start_.tls_key.empty()) args.push_back("--tls-key=" + AbsolutePath(start_.tls_key));
   for (const std::string& extra : start_app_->remaining()) args.push_back(extra);
+  if (start_app_->count("--as-job") > 0) {
+    std::vector<std::string> sbatch =
+        absl::StrSplit(start_.as_job, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    absl::StatusOr<client::DaemonJob> job =
+        client::StartDaemonAsJob(sbatch, args, absl::Seconds(start_.wait_s));
+    if (!job.ok()) {
+      rc_ = Fail(job.status());
+      return;
+    }
+    DataDir dir = DataDir::FromEnvironment();
+    if (job->running) {
+      std::printf("hpod started for %s as Slurm job %s on %s\n", dir.root().c_str(),
+                  job->id.c_str(), job->host.c_str());
+    } else {
+      std::printf(
+          "hpod submitted for %s as Slurm job %s (%s); `hpo daemon status` says when it "
+          "serves\n",
+          dir.root().c_str(), job->id.c_str(), job->state.empty() ? "queued" : job->state.c_str());
+    }
+    return;
+  }
   absl::Status s = client::StartDaemon(absl::Seconds(20), args);
   if (!s.ok()) {
     rc_ = Fail(s);
@@ -105,9 +141,13 @@ void DaemonCommands::Status() {
     return;
   }
   auto endpoint = ReadFile(dir.endpoint_path());
-  auto pid = ReadFile(dir.pid_path());
-  std::printf("hpod runs for %s (pid %s, endpoint %s)\n", dir.root().c_str(),
-              pid.ok() ? std::string(absl::StripAsciiWhitespace(*pid)).c_str() : "?",
+  std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
+  std::string where = "?";
+  if (holder) {
+    where = absl::StrCat("on ", holder->host, ", pid ", holder->pid,
+                         holder->job.empty() ? "" : ", Slurm job ", holder->job);
+  }
+  std::printf("hpod runs for %s (%s, endpoint %s)\n", dir.root().c_str(), where.c_str(),
               endpoint.ok() ? std::string(absl::StripAsciiWhitespace(*endpoint)).c_str() : "?");
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/address.h"
 #include "common/files.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/api/hpo_service.h"
@@ -40,6 +41,13 @@ std::string RememberedAddress(const std::string& listen, const DataDir& data_dir
 }
 
 }  // namespace
+
+std::string AdvertisedHost(const HpodFlags& flags) {
+  if (!flags.advertise.empty()) return flags.advertise;
+  std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
+  if (!host.empty() && host != "0.0.0.0" && host != "[::]" && host != "::") return host;
+  return HostName();
+}
 
 std::string TlsCaPath(const HpodFlags& flags) {
   if (flags.tls_cert.empty()) return "";
@@ -99,10 +107,7 @@ absl::StatusOr<Endpoints> StartEndpoints(const HpodFlags& flags, const DataDir& 
   out.unix_listener = std::move(*listener);
   out.unix_listener->Start(std::move(unix_acceptor), ::geteuid());
   out.endpoint = data_dir.socket_target();
-  if (tcp_port != 0) {
-    std::string host = flags.listen.substr(0, flags.listen.rfind(':'));
-    out.endpoint = absl::StrCat(host, ":", tcp_port);
-  }
+  if (tcp_port != 0) out.endpoint = absl::StrCat(AdvertisedHost(flags), ":", tcp_port);
   return out;
 }
 

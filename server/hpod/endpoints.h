@@ -25,6 +25,9 @@ struct Endpoints {
   std::string endpoint;  // what trials get as HPO_ENDPOINT
 };
 
+// The host of the endpoint: --advertise, else --listen's host, else (a wildcard) this host's name.
+std::string AdvertisedHost(const HpodFlags& flags);
+
 // The CA trials and remote clients should trust (--tls-ca, else --tls-cert), or "" without TLS.
 std::string TlsCaPath(const HpodFlags& flags);
 

@@ -4,15 +4,11 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
+#include "common/address.h"
 #include "common/duration.h"
 #include "common/version.h"
 
 namespace hpo::server {
-
-bool IsLoopback(const std::string& address) {
-  std::string host = address.substr(0, address.rfind(':'));
-  return absl::StartsWith(host, "127.") || host == "localhost" || host == "[::1]" || host == "::1";
-}
 
 namespace {
 
@@ -53,6 +49,10 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "TCP address for trials and remote clients (host:port; port 0 picks one; "
                  "'none' for the Unix socket only)")
       ->capture_default_str();
+  app.add_option("--advertise", f.advertise,
+                 "the host name trials, agents and remote clients reach --listen by (written to "
+                 "DATA_DIR/endpoint); default: --listen's host, or this host's name when that is "
+                 "0.0.0.0 or [::]");
   app.add_option("--dashboard", f.dashboard,
                  "HTTP address of the web dashboard and /metrics (host:port; port 0 picks one, "
                  "kept for the next start; 'none' for no dashboard). Keep it on loopback: reach it "
@@ -110,6 +110,9 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "with shared memory, local disks), exclusive (WAL without shared memory)")
       ->check(CLI::IsMember({"auto", "shared", "exclusive"}))
       ->capture_default_str();
+  app.add_flag("--keep-trials-on-term", f.keep_trials_on_term,
+               "SIGTERM leaves the trials running for the next hpod, as SIGUSR1 does (hpod run "
+               "as a Slurm job, `hpo daemon start --as-job`); SIGINT still ends them");
   app.add_flag("--check-flags", f.check_flags, "check these flags and exit (0: they are valid)")
       ->group("");
   try {

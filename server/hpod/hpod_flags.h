@@ -9,6 +9,9 @@ struct HpodFlags {
   std::string data_dir;    // default $HPO_DATA_DIR or ~/.hpo
   std::string sweeps_dir;  // default DATA_DIR/sweeps
   std::string listen = "127.0.0.1:0";
+  // The host name trials, agents and clients reach --listen by; default: --listen's host, or
+  // this host's name when that is a wildcard (0.0.0.0, [::]).
+  std::string advertise;
   std::string dashboard = "127.0.0.1:0";  // host:port of the dashboard and /metrics; "none": off
   std::string log_format = "text";        // text | json
   int gpus = -1;                          // local backend; -1: what `nvidia-smi -L` lists
@@ -29,11 +32,11 @@ struct HpodFlags {
   // auto: exclusive on a network file system (NFS, Lustre, GPFS), shared on a local one;
   // shared: WAL with its shared-memory index; exclusive: WAL without it, one connection.
   std::string store_mode = "auto";
+  // SIGTERM leaves the trials running, as SIGUSR1 does (hpod run as a Slurm job: the end of
+  // its job is a move, not the end of the sweeps); SIGINT still ends them.
+  bool keep_trials_on_term = false;
   bool check_flags = false;  // only check the flags (`hpo daemon start` does, before starting)
 };
-
-// Whether `address` (host:port) is on loopback: 127.0.0.0/8, [::1] or localhost.
-bool IsLoopback(const std::string& address);
 
 // Parses argv. Returns the exit code when hpod should exit at once (0 after --help or
 // --version, 2 for a usage error, with the message printed); -1 to go on.

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/address.h"
 #include "common/clock.h"
 #include "common/daemon_lock.h"
 #include "common/data_dir.h"
@@ -107,10 +108,9 @@ int main(int argc, char** argv) {
   }
   // One daemon per data directory, also across hosts that share it; held until hpod exits,
   // after the store closed.
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
   const char* job = std::getenv("SLURM_JOB_ID");
-  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), host, job != nullptr ? job : "");
+  auto lock =
+      hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), job != nullptr ? job : "");
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
   if (const auto& gone = (*lock)->replaced()) {
     spdlog::warn(
@@ -211,6 +211,15 @@ int main(int argc, char** argv) {
     dashboard = std::move(*opened);
     serving = dashboard.get();
   }
+  // What a client that finds hpod by this directory (from another host) needs besides the token:
+  // where it listens, and the CA to trust there.
+  if (std::string ca = hpo::server::TlsCaPath(flags); !ca.empty()) {
+    if (absl::StatusOr<std::string> pem = hpo::ReadFile(ca); pem.ok()) {
+      WriteOrWarn(data_dir.tls_ca_path(), *pem);
+    }
+  } else {
+    ::unlink(data_dir.tls_ca_path().c_str());
+  }
   WriteOrWarn(data_dir.endpoint_path(), endpoints->endpoint + "\n");
   WriteOrWarn(data_dir.pid_path(), absl::StrCat(::getpid(), "\n"));
   spdlog::info("hpod {} ready: {} and {}; {}; dashboard {}; data in {}", hpo::kVersion,
@@ -219,7 +228,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  bool keep_trials = sig == SIGUSR1;
+  bool keep_trials = sig == SIGUSR1 || (sig == SIGTERM && flags.keep_trials_on_term);
   spdlog::info("signal {}: shutting down{}", sig,
                keep_trials ? ", leaving the trials running" : "");
   endpoints->unix_listener.reset();  // no new local connections

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/address.h"
 #include "hpo/v1/states.h"
 #include "prometheus/gauge.h"
 #include "prometheus/text_serializer.h"
@@ -16,11 +17,6 @@ namespace {
 
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5};
-
-std::string HostName() {
-  char name[256] = {0};
-  return ::gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "localhost";
-}
 
 // The Slurm job and step in a trial's backend id ("slurm:job=12 step=3 nodes=n1"), if any.
 std::pair<std::string, std::string> JobAndStep(const std::string& backend_id) {

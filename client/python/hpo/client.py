@@ -1,6 +1,7 @@
 """Client, Sweep and report(): thin, typed wrappers over the hpo.v1 gRPC API."""
 import os
 import secrets
+import socket
 import time
 
 import grpc
@@ -16,6 +17,47 @@ _FINAL_SWEEP = {"COMPLETED", "GOAL_REACHED", "CANCELED", "FAILED", "TIMED_OUT"}
 def _data_dir():
     d = os.environ.get("HPO_DATA_DIR")
     return os.path.abspath(d) if d else os.path.join(os.path.expanduser("~"), ".hpo")
+
+
+def _lock_holder_host(d):
+    """The host of the hpod that holds data directory ``d`` while it beats (hpod.lock:
+    "HOST PID JOB UNIX_SECONDS", written again every 10 s), else None."""
+    try:
+        with open(os.path.join(d, "hpod.lock")) as f:
+            fields = f.read().split()
+        if len(fields) == 4 and int(fields[3]) + 45 > time.time():
+            return fields[0]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _local_endpoint(d):
+    """Where the hpod of data directory ``d`` answers, and the CA file to trust there: its Unix
+    socket on this host, else the TCP endpoint it wrote (hpod run as a Slurm job elsewhere)."""
+    sock = os.path.join(d, "hpod.sock")
+    host = _lock_holder_host(d)
+    if host is None or host == socket.gethostname():
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(2.0)
+            try:
+                s.connect(sock)
+                return "unix:" + sock, None
+            except OSError:
+                pass
+    try:
+        with open(os.path.join(d, "endpoint")) as f:
+            endpoint = f.read().strip()
+    except OSError:
+        endpoint = ""
+    ep_host = endpoint.rsplit(":", 1)[0]
+    loopback = ep_host.startswith("127.") or ep_host in ("localhost", "[::1]", "::1")
+    if not endpoint or endpoint.startswith("unix:") or loopback:
+        return "unix:" + sock, None
+    ca = os.environ.get("HPO_TLS_CA") or None
+    if ca is None and os.path.exists(os.path.join(d, "tls-ca.pem")):
+        ca = os.path.join(d, "tls-ca.pem")
+    return endpoint, ca
 
 
 def _interruption(value):
@@ -47,8 +89,9 @@ class Client:
 
     ``Client()`` uses the daemon ``$HPO_SERVER`` names (host:port, with ``$HPO_TOKEN`` or
     ``$HPO_TOKEN_FILE`` and, for TLS, ``$HPO_TLS_CA``) or else the local daemon of
-    ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket and the user token in its ``token``
-    file. ``Client(endpoint, token, tls_ca=PEM_FILE)`` connects elsewhere.
+    ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket, or from another host the address
+    hpod wrote to its ``endpoint`` file (hpod run as a Slurm job), and the user token in its
+    ``token`` file. ``Client(endpoint, token, tls_ca=PEM_FILE)`` connects elsewhere.
     """
 
     def __init__(self, endpoint=None, token=None, timeout=60.0, tls_ca=None):
@@ -63,7 +106,8 @@ class Client:
                 tls_ca = os.environ.get("HPO_TLS_CA") or None
         if endpoint is None:
             d = _data_dir()
-            endpoint = "unix:" + os.path.join(d, "hpod.sock")
+            endpoint, found_ca = _local_endpoint(d)
+            tls_ca = tls_ca or found_ca
             if token is None:
                 try:
                     with open(os.path.join(d, "token")) as f:

@@ -79,5 +79,19 @@ TEST_F(DaemonLockTest, AFileThatNamesNobodyIsFree) {
   EXPECT_FALSE((*lock)->replaced().has_value());
 }
 
+TEST_F(DaemonLockTest, ClientsSeeTheLiveHolderOnly) {
+  // hpo and the Python client ask who holds the directory to know where hpod runs.
+  EXPECT_FALSE(LiveLockHolder(path_).has_value());  // no file
+  OtherHolds(absl::Seconds(3));
+  std::optional<LockHolder> live = LiveLockHolder(path_);
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->host, "node7");
+  EXPECT_EQ(live->job, "1234");
+  OtherHolds(DaemonLock::kStale + absl::Seconds(1));  // surely gone
+  EXPECT_FALSE(LiveLockHolder(path_).has_value());
+  ASSERT_TRUE(WriteFileAtomic(path_, "").ok());  // stopped cleanly
+  EXPECT_FALSE(LiveLockHolder(path_).has_value());
+}
+
 }  // namespace
 }  // namespace hpo
