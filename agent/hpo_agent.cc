@@ -17,12 +17,14 @@
 // (a requeued job) never starts a step twice, and reports the outcome of those it started, from
 // the trial directory's exit record.
 //
-// SIGTERM (hpod released the allocation, or it reached its end) ends the agent at once; Slurm
-// ends the steps. When hpod does not answer, the steps go on; the agent keeps their outcomes
-// and calls again every second while hpod's host refuses the connection (a restart), and with a
-// back-off doubling to 30 s while its calls run into their deadline. When it has not heard from
-// hpod for --silence, it takes no more orders, lets its steps finish, and ends, which ends the
-// allocation.
+// hpod releases an idle allocation by telling its agent (FAILED_PRECONDITION "released"): the
+// agent lets whatever still runs finish and exits, which ends the allocation without an RPC of
+// hpod's to slurmctld. SIGTERM (hpod canceled the allocation, or it reached its end) ends the
+// agent at once; Slurm ends the steps. When hpod does not answer, the steps go on; the agent keeps
+// their outcomes and calls again every second while hpod's host refuses the connection (a restart),
+// and with a back-off doubling to 30 s while its calls run into their deadline. When it has not
+// heard from hpod for --silence, it takes no more orders, lets its steps finish, and ends, which
+// ends the allocation.
 
 #include <signal.h>
 #include <sys/types.h>
@@ -169,10 +171,11 @@ class Agent {
     absl::Duration backoff = absl::ZeroDuration();
     bool draining = false;
     bool failing = false;
+    bool released = false;  // hpod is done with this allocation
     while (true) {
       Reap();
-      if (absl::Now() - last_heard > options_.silence) {
-        if (!draining) {
+      if (released || absl::Now() - last_heard > options_.silence) {
+        if (!draining && !released) {
           Log(absl::StrCat("hpod has been silent for ", hpo::HumanDuration(options_.silence),
                            ": no new steps; ending once the ", Running(),
                            " running one(s) finish"));
@@ -185,6 +188,14 @@ class Agent {
       }
       absl::Time sent = absl::Now();
       absl::StatusOr<hpo::v1::AgentSyncResponse> resp = Sync(draining ? 1000 : 20000);
+      if (absl::IsFailedPrecondition(resp.status()) && !released) {
+        // The end of the allocation is this agent's to make: its batch script ends (no signal,
+        // no cancel through slurmctld).
+        Log(absl::StrCat(resp.status().message(), ": ending once the ", Running(),
+                         " running step(s) finish"));
+        released = true;
+        continue;
+      }
       if (!resp.ok()) {
         if (absl::IsCancelled(resp.status())) continue;  // a step ended: say so at once
         if (!failing) {

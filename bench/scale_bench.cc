@@ -6,7 +6,9 @@
 //
 // It drives the controller the way hpod's loop does (reports posted as work, one batch per
 // virtual second) and prints wall time, the controller's batch time (the lag a request would
-// see: p50 / p99 / max), trials and suggestions per second, CPU per trial and peak RSS.
+// see: p50 / p99 / max), trials and suggestions per second, CPU per trial, peak RSS, and the
+// memory each running trial costs: the resident set when --concurrent trials first run at once,
+// less the resident set before the sweep was submitted, over --concurrent.
 // Everything runs in this one process, so CPU and RSS are the daemon's plus this driver's
 // small share: an upper bound on hpod's.
 
@@ -49,6 +51,17 @@ double PeakRssMiB() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+// The resident set now (not the peak), from /proc/self/statm.
+double RssMiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -114,6 +127,8 @@ int main(int argc, char** argv) {
   req.set_source("scale.yaml");
   req.set_base_dir(root);
 
+  double rss0 = RssMiB();
+  double rss_full = -1;  // when `concurrent` trials first ran at once
   double cpu0 = CpuSeconds();
   auto wall0 = std::chrono::steady_clock::now();
   auto sweep = controller.Submit(hpo::server::Controller::AllowedForTest(), req);
@@ -155,6 +170,7 @@ int main(int argc, char** argv) {
     }
     auto b0 = std::chrono::steady_clock::now();
     controller.RunOnce();
+    if (rss_full < 0 && static_cast<int>(running.size()) >= concurrent) rss_full = RssMiB();
     batch_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
     clock.Advance(absl::Seconds(1));
@@ -177,16 +193,17 @@ int main(int argc, char** argv) {
       no_durable ? "non-durable" : "durable");
   std::printf(
       "| trials ended | reports | virtual time | wall time | batch p50 | batch p99 | batch max | "
-      "trials/s | suggestions/s | CPU per trial | peak RSS |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "trials/s | suggestions/s | CPU per trial | peak RSS | memory per running trial |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  double per_running_kib = rss_full < 0 ? -1 : (rss_full - rss0) * 1024.0 / concurrent;
   std::printf(
       "| %lld | %lld | %lld s | %.1f s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.0f | %.3f ms | "
-      "%.0f MiB |\n",
+      "%.0f MiB | %.1f KiB |\n",
       static_cast<long long>(done), static_cast<long long>(reports),
       static_cast<long long>(virtual_seconds), wall, Percentile(batch_ms, 0.5),
       Percentile(batch_ms, 0.99), *std::max_element(batch_ms.begin(), batch_ms.end()),
       static_cast<double>(done) / wall, static_cast<double>(trials) / wall,
-      cpu / static_cast<double>(done) * 1000, PeakRssMiB());
+      cpu / static_cast<double>(done) * 1000, PeakRssMiB(), per_running_kib);
   std::printf("\ntrials: %s; %lld stopped early; sweep %s\n", counts.c_str(),
               static_cast<long long>(stops),
               hpo::v1::SweepState_Name(final_sweep->state()).c_str());

@@ -84,7 +84,11 @@ bool AgentHub::Admitted(uint32_t job_id) const {
   return agents_.count(job_id) > 0;
 }
 
-void AgentHub::Forget(uint32_t job_id) {
+void AgentHub::Forget(uint32_t job_id) { Drop(job_id, false); }
+
+void AgentHub::Release(uint32_t job_id) { Drop(job_id, true); }
+
+void AgentHub::Drop(uint32_t job_id, bool release) {
   ::unlink(TokenPath(job_id).c_str());
   ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentJournalSuffix).c_str());
   ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentLogSuffix).c_str());
@@ -99,10 +103,18 @@ void AgentHub::Forget(uint32_t job_id) {
     }
     agents_.erase(it);
     heard_.erase(job_id);
+    if (release) released_.insert(job_id);
   }
-  if (finish != nullptr) {
-    finish->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the allocation is released"));
+  if (finish != nullptr) finish->Finish(Released(job_id, release));
+}
+
+grpc::Status AgentHub::Released(uint32_t job_id, bool released) {
+  if (!released) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat("hpod holds no allocation ", job_id));
   }
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      absl::StrCat("hpod released allocation ", job_id));
 }
 
 uint64_t AgentHub::Order(uint32_t job_id, v1::AgentOrder order) {
@@ -187,6 +199,10 @@ grpc::ServerUnaryReactor* AgentHub::AgentSync(grpc::CallbackServerContext* ctx,
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = agents_.find(req->job_id());
+    if (it == agents_.end() && released_.count(req->job_id()) > 0) {
+      reactor->Finish(Released(req->job_id(), true));
+      return reactor;
+    }
     if (it == agents_.end() || it->second.token.empty() || token.empty() ||
         !TokensEqual(it->second.token, token)) {
       reactor->Finish(grpc::Status(

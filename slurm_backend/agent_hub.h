@@ -56,6 +56,9 @@ class AgentHub final : public v1::AgentService::CallbackService {
   bool Admitted(uint32_t job_id) const;
   // The allocation is gone: its token, journal and log go, and so do its orders.
   void Forget(uint32_t job_id);
+  // hpod is done with the allocation: as Forget, and its agent is told so (FAILED_PRECONDITION,
+  // at once if it waits in a call), upon which it ends, and with it the allocation.
+  void Release(uint32_t job_id);
   // Queues an order for the allocation's agent; returns its number.
   uint64_t Order(uint32_t job_id, v1::AgentOrder order);
   // Whether the agent said it applied order `seq` of this run.
@@ -109,6 +112,9 @@ class AgentHub final : public v1::AgentService::CallbackService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Expire();
   std::string TokenPath(uint32_t job_id) const;
+  void Drop(uint32_t job_id, bool release);
+  // What an agent hpod no longer holds is told: released by hpod, or unknown.
+  static grpc::Status Released(uint32_t job_id, bool released);
 
   const std::string dir_;
   const Clock& clock_;
@@ -117,6 +123,7 @@ class AgentHub final : public v1::AgentService::CallbackService {
   std::condition_variable cv_;
   std::map<uint32_t, Agent> agents_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Heard> heard_ ABSL_GUARDED_BY(mu_);
+  std::set<uint32_t> released_ ABSL_GUARDED_BY(mu_);  // told to end (Release)
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);

@@ -71,6 +71,8 @@ AllocationPool::~AllocationPool() {
     if (!a.gone && !a.external) Cancel(a, "hpod stopped");
     if (agent_.hub != nullptr) agent_.hub->Forget(job_id);
   }
+  // Released ones whose agents may not have heard it yet.
+  for (const auto& [job_id, r] : releasing_) (void)api_.Cancel(job_id);
 }
 
 std::string AllocationPool::Name(int64_t sweep_id) const {
@@ -103,6 +105,8 @@ AllocationPool::Allocation* AllocationPool::FindRoom(int64_t sweep_id, const Res
                                                      std::vector<int>* nodes) {
   for (auto& [job_id, a] : allocs_) {
     if (a.sweep_id != sweep_id) continue;
+    // A trial that needs to know how long the allocation lasts waits for slurmctld's times.
+    if (a.running && !a.times_known && r.needs > absl::ZeroDuration()) wants_times_ = true;
     if (std::optional<std::vector<int>> picked = PickNodes(a, r, clock_.Now())) {
       if (nodes != nullptr) *nodes = std::move(*picked);
       return &a;
@@ -236,7 +240,15 @@ bool AllocationPool::AgentCalled(uint32_t job_id, const std::string& nodelist) {
   if (it == allocs_.end() || it->second.running || it->second.gone || nodelist.empty()) {
     return false;
   }
-  Runs(it->second, nodelist, nullptr);
+  Allocation& a = it->second;
+  Runs(a, nodelist, nullptr);
+  // It started a moment ago, with the time limit hpod asked for: its end is known to within
+  // that moment, until slurmctld's next answer says it exactly. (Without one, the partition's
+  // default applies, which only slurmctld knows.)
+  if (int minutes = SlurmOf(a.placement).time_limit_minutes; minutes > 0) {
+    a.ends_at = clock_.Now() + absl::Minutes(minutes);
+    a.times_known = true;
+  }
   return true;
 }
 
@@ -249,6 +261,8 @@ bool AllocationPool::AwaitingQuery() const {
 }
 
 void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
+  wants_times_ = false;
+  CheckReleased(by_id);
   for (auto& [job_id, a] : allocs_) {
     if (a.gone) continue;
     auto found = by_id.find(job_id);
@@ -572,10 +586,39 @@ void AllocationPool::Cancel(Allocation& a, const std::string& why) {
 
 void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
   Allocation& a = it->second;
-  if (!a.gone && !a.external) Cancel(a, why);
+  bool agent_in_touch = agent_.hub != nullptr && agent_.hub->LastHeard(a.job_id).has_value();
+  if (!a.gone && !a.external && a.running && agent_in_touch) {
+    // Its agent ends it (its batch script exits): no cancel through slurmctld, unless the agent
+    // has not done so by kReleaseGrace.
+    spdlog::info("sweep {}: releasing Slurm allocation {} ({}): its agent ends it", a.sweep_id,
+                 a.job_id, why);
+    agent_.hub->Release(a.job_id);
+    releasing_[a.job_id] = {a.sweep_id, clock_.Now() + kReleaseGrace};
+  } else {
+    if (!a.gone && !a.external) Cancel(a, why);
+    if (agent_.hub != nullptr) agent_.hub->Forget(a.job_id);
+  }
   CloseUsage(a, clock_.Now());
-  if (agent_.hub != nullptr) agent_.hub->Forget(a.job_id);
   allocs_.erase(it);
+}
+
+void AllocationPool::CheckReleased(const std::map<uint32_t, const JobStatus*>& by_id) {
+  absl::Time now = clock_.Now();
+  for (auto it = releasing_.begin(); it != releasing_.end();) {
+    auto found = by_id.find(it->first);
+    bool ended = found == by_id.end() || (found->second->state != JobState::kPending &&
+                                          found->second->state != JobState::kRunning);
+    if (!ended && now >= it->second.cancel_at) {
+      spdlog::warn("sweep {}: the agent of allocation {} did not end it; canceling it",
+                   it->second.sweep_id, it->first);
+      if (absl::Status s = api_.Cancel(it->first); !s.ok()) {
+        spdlog::warn("sweep {}: cannot cancel allocation {}: {}", it->second.sweep_id, it->first,
+                     s.ToString());
+      }
+      ended = true;
+    }
+    it = ended ? releasing_.erase(it) : std::next(it);
+  }
 }
 
 AllocationPool::Gone AllocationPool::WhyGone(uint32_t job_id) const {

@@ -103,6 +103,10 @@ class AllocationPool {
   // Whether an allocation hpod asked for waits for slurmctld to say that it runs: one whose
   // agent does not call (the user's own job, or one without an agent).
   bool AwaitingQuery() const;
+  // Whether a trial waits for the start and end times of a running allocation that only its
+  // agent has said runs (a trial with a time limit or a checkpoint, which must fit the rest of
+  // the allocation's time): then slurmctld is worth asking now, not at the next interval.
+  bool WantsTimes() const { return wants_times_; }
   // Once, from the first query of a new daemon: the allocations of this instance that an earlier
   // run left and no re-adopted step took back. Those of a sweep in `live` (the sweeps the new
   // daemon runs, with their placement) are taken back as that sweep's, pending or running; the
@@ -204,7 +208,17 @@ class AllocationPool {
   const Clock& clock_;
   std::string instance_;
   AgentLink agent_;
-  std::map<uint32_t, Allocation> allocs_;          // by job id
+  std::map<uint32_t, Allocation> allocs_;  // by job id
+  bool wants_times_ = false;               // WantsTimes
+  // Allocations released through their agents, until slurmctld says they ended (or kReleaseGrace
+  // passed, and they are canceled).
+  struct Releasing {
+    int64_t sweep_id = 0;
+    absl::Time cancel_at;
+  };
+  std::map<uint32_t, Releasing> releasing_;
+  static constexpr absl::Duration kReleaseGrace = absl::Seconds(30);
+  void CheckReleased(const std::map<uint32_t, const JobStatus*>& by_id);
   std::map<int64_t, Lease> leases_;                // by trial id
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed

@@ -45,6 +45,10 @@ bool InheritForSlurm(absl::string_view key) {
   return !absl::StartsWith(key, "SLURM_") && key != "CUDA_VISIBLE_DEVICES";
 }
 
+// How long a step's tasks have to write down its id (RecordTasks) before slurmctld is asked for
+// it: a node that does not share the trial directory never does.
+constexpr absl::Duration kStepRecordWait = absl::Seconds(5);
+
 // Each task of a step records, before it execs the trial's command, what only the step is told:
 // its step id, its node and its GPUs (SLURM_STEP_GPUS: the node's indices; else
 // CUDA_VISIBLE_DEVICES). So a step's id and nodes are known however short it ran (slurmctld
@@ -566,12 +570,11 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       start < fast_until_ || stopping ? options_.fast_query_interval : options_.query_interval;
   // slurmctld refused or did not answer: ask less and less often (up to 5 minutes).
   interval = std::max(interval, query_backoff_);
-  bool due =
-      (!jobs_.empty() || !pool_.empty() || !swept_leftovers_) &&
-      (start - last_query_ >= interval || (query_soon_ && query_backoff_ == absl::ZeroDuration()));
+  bool due = (!jobs_.empty() || !pool_.empty() || !swept_leftovers_) &&
+             (start - last_query_ >= interval ||
+              (pool_.WantsTimes() && query_backoff_ == absl::ZeroDuration()));
   if (due && (!query_thread_ || !query_thread_->Busy())) {
     last_query_ = start;
-    query_soon_ = false;
     if (query_thread_) {
       query_thread_->Ask();
     } else {
@@ -734,9 +737,9 @@ void SlurmBackend::HearAgents() {
   AgentHub* hub = options_.agent.hub;
   if (hub == nullptr) return;
   for (const AgentHub::Heard& heard : hub->TakeHeard()) {
-    // An agent that calls runs: its allocation is usable now; slurmctld's next answer (asked at
-    // once) adds its times.
-    if (pool_.AgentCalled(heard.job_id, heard.nodelist)) query_soon_ = true;
+    // An agent that calls runs: its allocation is usable now; slurmctld's next answer adds its
+    // times (asked at once when a waiting trial needs them: WantsTimes).
+    pool_.AgentCalled(heard.job_id, heard.nodelist);
     std::map<std::pair<int64_t, int>, const v1::AgentStep*> listed;
     for (const v1::AgentStep& s : heard.steps) listed[{s.trial_id(), s.segment()}] = &s;
     for (auto& [trial_id, step] : steps_) {
@@ -884,15 +887,16 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
 
 void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
   // Step ids are for the record and for signals, and the steps' tasks write them down as they
-  // start (RecordTasks); slurmctld is asked only for a step older than a second whose tasks did
-  // not (a trial directory the node does not share), at most once per query interval unless a
-  // signal needs it now, one call per allocation, never for every step on the cluster.
+  // start (RecordTasks); slurmctld is asked only for a step older than kStepRecordWait whose
+  // tasks did not (a trial directory the node does not share), at most once per query interval
+  // unless a signal needs it now, one call per allocation, never for every step on the cluster.
   absl::Time now = clock_.Now();
   if (!force && now - last_steps_query_ < options_.query_interval) return;
   std::set<uint32_t> jobs;
-  for (const auto& [trial_id, step] : steps_) {
-    if (!step.step_id && (force || now - step.launched >= absl::Seconds(1)))
-      jobs.insert(step.job_id);
+  for (auto& [trial_id, step] : steps_) {
+    if (step.step_id || (!force && now - step.launched < kStepRecordWait)) continue;
+    RecordTasks(step, /*force=*/true, out);  // what the tasks wrote since the last look
+    if (!step.step_id) jobs.insert(step.job_id);
   }
   if (jobs.empty()) return;
   last_steps_query_ = now;

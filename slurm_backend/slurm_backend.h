@@ -285,7 +285,6 @@ class SlurmBackend final : public backend::Backend {
   absl::Time last_query_ = absl::InfinitePast();
   absl::Time last_steps_query_ = absl::InfinitePast();
   absl::Duration query_backoff_;  // after failed queries
-  bool query_soon_ = false;       // an agent said its allocation runs: its times are wanted
   std::unique_ptr<QueryThread> query_thread_;
   absl::Time fast_until_ = absl::InfinitePast();  // query often until then
   std::optional<std::vector<JobStatus>> adopt_mine_;

@@ -249,6 +249,26 @@ TEST_F(AgentTest, AnAgentThatHearsNothingLetsItsStepsFinishThenEndsItsAllocation
   EXPECT_THAT(AgentLog(), HasSubstr("ending the allocation"));
 }
 
+TEST_F(AgentTest, AnAllocationHpodIsDoneWithIsEndedByItsAgentNotByACancel) {
+  uint32_t job = Allocate();
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(4, {"true"})).ok());
+  ASSERT_TRUE(WaitEnd().has_value()) << AgentLog();
+  backend_->SweepEnded(1);
+  // The agent hears that hpod released the allocation, and its batch script ends.
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 500 && done == 0; ++i) {
+    backend_->Poll();
+    done = ::waitpid(agent_pid_, &status, WNOHANG);
+    ::usleep(10'000);
+  }
+  ASSERT_EQ(done, agent_pid_) << "the agent did not end its allocation";
+  agent_pid_ = 0;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_THAT(canceled_, ::testing::Not(::testing::Contains(job)));
+  EXPECT_FALSE(std::filesystem::exists(absl::StrCat(dir_, "/agents/", job, ".token")));
+}
+
 TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {
   char tmpl[] = "/tmp/hpo-agent-hub-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
