@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/address.h"
@@ -66,6 +67,17 @@ void WriteOrWarn(const std::string& path, const std::string& text) {
   }
 }
 
+// The Slurm job hpod runs as (`hpo daemon start --as-job`: hpod is its batch script, which
+// `hpo daemon stop` signals through scancel), or "". hpod merely started from a shell inside an
+// allocation (SLURM_JOB_ID set, its parent not slurmstepd) is not that job's.
+std::string DaemonJob() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr || *job == '\0') return "";
+  absl::StatusOr<std::string> parent = hpo::ReadFile(absl::StrCat("/proc/", ::getppid(), "/comm"));
+  if (!parent.ok() || !absl::StartsWith(*parent, "slurmstepd")) return "";
+  return job;
+}
+
 // Whether the store holds sweeps on Slurm that have not ended (their trials must wait for
 // slurmctld rather than be lost while it is away).
 bool SlurmSweepsUnfinished(hpo::server::Store& store) {
@@ -108,9 +120,7 @@ int main(int argc, char** argv) {
   }
   // One daemon per data directory, also across hosts that share it; held until hpod exits,
   // after the store closed.
-  const char* job = std::getenv("SLURM_JOB_ID");
-  auto lock =
-      hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), job != nullptr ? job : "");
+  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), DaemonJob());
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
   if (const auto& gone = (*lock)->replaced()) {
     spdlog::warn(
