@@ -206,7 +206,8 @@ Efficiency RunPool(int trials, double queue_minutes, double limit_hours, unsigne
   std::vector<uint32_t> canceled;
   hpo::fakes::FakeSlurm api(canceled);
   hpo::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
-  slurm::AllocationPool pool(api, clock, "bench");
+  slurm::SlurmCalls calls(/*thread=*/false);  // slurmctld answers at once
+  slurm::AllocationPool pool(api, calls, clock, "bench");
   slurm::SlurmPlacement settings;
   settings.time_limit_minutes = static_cast<int>(limit_hours * 60);
   settings.allocation.gpus_per_node = 8;

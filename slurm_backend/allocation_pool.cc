@@ -62,9 +62,22 @@ JobRequest AllocationRequest(const std::string& name, int64_t sweep_id, const Pl
   return r;
 }
 
-AllocationPool::AllocationPool(SlurmApi& api, const Clock& clock, std::string instance,
-                               AgentLink agent)
-    : api_(api), clock_(clock), instance_(std::move(instance)), agent_(std::move(agent)) {}
+AllocationPool::AllocationPool(SlurmApi& api, SlurmCalls& calls, const Clock& clock,
+                               std::string instance, AgentLink agent)
+    : api_(api),
+      calls_(calls),
+      clock_(clock),
+      instance_(std::move(instance)),
+      agent_(std::move(agent)) {}
+
+void AllocationPool::CancelJob(int64_t sweep_id, uint32_t job_id) {
+  calls_.Post([api = &api_, sweep_id, job_id]() -> SlurmCalls::Then {
+    if (absl::Status s = api->Cancel(job_id); !s.ok()) {
+      spdlog::warn("sweep {}: cannot cancel allocation {}: {}", sweep_id, job_id, s.ToString());
+    }
+    return nullptr;
+  });
+}
 
 AllocationPool::~AllocationPool() {
   for (auto& [job_id, a] : allocs_) {
@@ -72,7 +85,7 @@ AllocationPool::~AllocationPool() {
     if (agent_.hub != nullptr) agent_.hub->Forget(job_id);
   }
   // Released ones whose agents may not have heard it yet.
-  for (const auto& [job_id, r] : releasing_) (void)api_.Cancel(job_id);
+  for (const auto& [job_id, r] : releasing_) CancelJob(r.sweep_id, job_id);
 }
 
 std::string AllocationPool::Name(int64_t sweep_id) const {
@@ -353,9 +366,7 @@ void AllocationPool::SweepLeftovers(const std::vector<JobStatus>& mine,
       continue;
     }
     spdlog::warn("canceling allocation {} ({}) left by an earlier run of hpod", s.job_id, s.name);
-    if (absl::Status c = api_.Cancel(s.job_id); !c.ok()) {
-      spdlog::warn("cannot cancel allocation {}: {}", s.job_id, c.ToString());
-    }
+    CancelJob(0, s.job_id);
     if (agent_.hub != nullptr) agent_.hub->Forget(s.job_id);
   }
   CloseExpected(mine);
@@ -438,6 +449,7 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
     held += !a.ending;
     on_its_way |= !a.running;
   }
+  on_its_way |= submitting_.count(sweep_id) > 0;
   if (on_its_way || held >= SlurmOf(placement).allocation.max) return false;
   Allocation a;
   a.sweep_id = sweep_id;
@@ -452,31 +464,50 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
     return true;
   }
   // Its agent's token: written down once slurmctld names the job, before the agent can call.
+  // The request goes to slurmctld off this thread; the allocation joins the pool when it answers.
   std::string token = agent_.hub != nullptr ? NewToken() : "";
-  absl::StatusOr<uint32_t> id =
-      api_.Submit(AllocationRequest(Name(sweep_id), sweep_id, placement, agent_, token));
-  if (id.ok() && !token.empty()) {
-    if (absl::Status s = agent_.hub->Admit(*id, token); !s.ok()) {
-      spdlog::error("sweep {}: cannot keep the token of allocation {}'s agent: {}", sweep_id, *id,
-                    s.ToString());
-      if (absl::Status c = api_.Cancel(*id); !c.ok()) {
-        spdlog::warn("cannot cancel allocation {}: {}", *id, c.ToString());
+  JobRequest request = AllocationRequest(Name(sweep_id), sweep_id, placement, agent_, token);
+  int max = SlurmOf(placement).allocation.max;
+  submitting_.insert(sweep_id);
+  calls_.Post([this, api = &api_, hub = agent_.hub, request = std::move(request), token,
+               a = std::move(a), held, max]() mutable -> SlurmCalls::Then {
+    absl::StatusOr<uint32_t> id = api->Submit(request);
+    if (id.ok() && !token.empty()) {
+      if (absl::Status s = hub->Admit(*id, token); !s.ok()) {
+        spdlog::error("sweep {}: cannot keep the token of allocation {}'s agent: {}", a.sweep_id,
+                      *id, s.ToString());
+        if (absl::Status c = api->Cancel(*id); !c.ok()) {
+          spdlog::warn("cannot cancel allocation {}: {}", *id, c.ToString());
+        }
+        id = s;
       }
-      id = s;
     }
-  }
+    return [this, id, a = std::move(a), held, max]() mutable {
+      Requested(std::move(a), id, held, max);
+    };
+  });
+  return true;
+}
+
+void AllocationPool::Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held,
+                               int max) {
+  int64_t sweep_id = a.sweep_id;
+  submitting_.erase(sweep_id);
   if (!id.ok()) {
     spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id,
                   id.status().ToString());
-    retry_submit_at_[sweep_id] = now + absl::Seconds(30);
-    return false;
+    retry_submit_at_[sweep_id] = clock_.Now() + absl::Seconds(30);
+    return;
   }
   retry_submit_at_.erase(sweep_id);
   a.job_id = *id;
-  spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1,
-               SlurmOf(placement).allocation.max);
+  spdlog::info("sweep {}: requested Slurm allocation {} ({} of {})", sweep_id, *id, held + 1, max);
+  if (ended_sweeps_.count(sweep_id)) {  // it ended while slurmctld answered
+    CancelJob(sweep_id, *id);
+    if (agent_.hub != nullptr) agent_.hub->Forget(*id);
+    return;
+  }
   allocs_[*id] = std::move(a);
-  return true;
 }
 
 absl::Duration AllocationPool::ExpectedWait(int64_t sweep_id) const {
@@ -579,9 +610,7 @@ void AllocationPool::Detach() {
 
 void AllocationPool::Cancel(Allocation& a, const std::string& why) {
   spdlog::info("sweep {}: releasing Slurm allocation {} ({})", a.sweep_id, a.job_id, why);
-  if (absl::Status s = api_.Cancel(a.job_id); !s.ok()) {
-    spdlog::warn("sweep {}: cannot cancel allocation {}: {}", a.sweep_id, a.job_id, s.ToString());
-  }
+  CancelJob(a.sweep_id, a.job_id);
 }
 
 void AllocationPool::Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why) {
@@ -611,10 +640,7 @@ void AllocationPool::CheckReleased(const std::map<uint32_t, const JobStatus*>& b
     if (!ended && now >= it->second.cancel_at) {
       spdlog::warn("sweep {}: the agent of allocation {} did not end it; canceling it",
                    it->second.sweep_id, it->first);
-      if (absl::Status s = api_.Cancel(it->first); !s.ok()) {
-        spdlog::warn("sweep {}: cannot cancel allocation {}: {}", it->second.sweep_id, it->first,
-                     s.ToString());
-      }
+      CancelJob(it->second.sweep_id, it->first);
       ended = true;
     }
     it = ended ? releasing_.erase(it) : std::next(it);

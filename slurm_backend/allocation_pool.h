@@ -49,6 +49,7 @@
 #include "common/clock.h"
 #include "slurm_backend/agent_hub.h"
 #include "slurm_backend/slurm_api.h"
+#include "slurm_backend/slurm_calls.h"
 #include "slurm_backend/slurm_placement.h"
 
 namespace hpo::slurm {
@@ -64,7 +65,9 @@ struct AgentLink {
 
 class AllocationPool {
  public:
-  AllocationPool(SlurmApi& api, const Clock& clock, std::string instance, AgentLink agent = {});
+  // `calls`: where its submits and cancels run (slurm_calls.h).
+  AllocationPool(SlurmApi& api, SlurmCalls& calls, const Clock& clock, std::string instance,
+                 AgentLink agent = {});
   // Cancels every allocation hpod requested that has not ended (not the user's own).
   ~AllocationPool();
   AllocationPool(const AllocationPool&) = delete;
@@ -205,6 +208,11 @@ class AllocationPool {
   std::string Name(int64_t sweep_id) const;
 
   SlurmApi& api_;
+  SlurmCalls& calls_;
+  // Sweeps whose allocation request is with slurmctld now (its job id not known yet).
+  std::set<int64_t> submitting_;
+  // Cancels allocation `job_id` (through calls_), logging what slurmctld refused.
+  void CancelJob(int64_t sweep_id, uint32_t job_id);
   const Clock& clock_;
   std::string instance_;
   AgentLink agent_;
@@ -219,6 +227,8 @@ class AllocationPool {
   std::map<uint32_t, Releasing> releasing_;
   static constexpr absl::Duration kReleaseGrace = absl::Seconds(30);
   void CheckReleased(const std::map<uint32_t, const JobStatus*>& by_id);
+  // slurmctld answered the request for allocation `a` (the `held`+1-th of at most `max`).
+  void Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held, int max);
   std::map<int64_t, Lease> leases_;                // by trial id
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed

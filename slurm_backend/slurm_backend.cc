@@ -100,9 +100,10 @@ TaskRecords ReadTaskRecords(const std::string& dir) {
 
 SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options)
     : api_(std::move(api)),
+      calls_(options.query_thread),
       clock_(clock),
       options_(std::move(options)),
-      pool_(*api_, clock_, options_.instance, options_.agent) {
+      pool_(*api_, calls_, clock_, options_.instance, options_.agent) {
   if (options_.query_thread) query_thread_ = std::make_unique<QueryThread>(*api_);
 }
 
@@ -188,16 +189,76 @@ void SlurmBackend::SignalSrun(const Step& step, int signal) {
 }
 
 void SlurmBackend::CancelStep(int64_t trial_id, uint32_t job_id, uint32_t step_id) {
-  if (absl::Status s = api_->CancelStep(job_id, step_id); !s.ok()) {
-    spdlog::warn("trial {}: cannot cancel Slurm step {}.{}: {}", trial_id, job_id, step_id,
-                 s.ToString());
-  }
+  calls_.Post([api = api_.get(), trial_id, job_id, step_id]() -> SlurmCalls::Then {
+    if (absl::Status s = api->CancelStep(job_id, step_id); !s.ok()) {
+      spdlog::warn("trial {}: cannot cancel Slurm step {}.{}: {}", trial_id, job_id, step_id,
+                   s.ToString());
+    }
+    return nullptr;
+  });
 }
 
 void SlurmBackend::CancelJob(int64_t trial_id, uint32_t job_id) {
-  if (absl::Status s = api_->Cancel(job_id); !s.ok()) {
-    spdlog::warn("trial {}: cannot cancel Slurm job {}: {}", trial_id, job_id, s.ToString());
-  }
+  calls_.Post([api = api_.get(), trial_id, job_id]() -> SlurmCalls::Then {
+    if (absl::Status s = api->Cancel(job_id); !s.ok()) {
+      spdlog::warn("trial {}: cannot cancel Slurm job {}: {}", trial_id, job_id, s.ToString());
+    }
+    return nullptr;
+  });
+}
+
+void SlurmBackend::SignalJob(int64_t trial_id, uint32_t job_id, int signal, bool or_cancel) {
+  calls_.Post([api = api_.get(), trial_id, job_id, signal, or_cancel]() -> SlurmCalls::Then {
+    absl::Status s = api->Signal(job_id, signal);
+    if (!s.ok() && or_cancel) s = api->Cancel(job_id);  // pending jobs cannot be signaled
+    if (!s.ok()) {
+      spdlog::warn("trial {}: cannot signal Slurm job {}: {}", trial_id, job_id, s.ToString());
+    }
+    return nullptr;
+  });
+}
+
+void SlurmBackend::SignalStep(const Step& step, int signal) {
+  calls_.Post([this, api = api_.get(), trial_id = step.trial_id, job_id = step.job_id,
+               step_id = step.step_id, name = step.name, signal]() -> SlurmCalls::Then {
+    // A step whose id its tasks have not written down yet is looked for by its name.
+    std::optional<StepStatus> found;
+    if (!step_id) {
+      absl::StatusOr<std::vector<StepStatus>> steps = api->QuerySteps(job_id);
+      if (steps.ok()) {
+        for (StepStatus& st : *steps) {
+          if (st.name == name) found = std::move(st);
+        }
+      }
+    }
+    std::optional<uint32_t> id = step_id ? step_id
+                                 : found ? std::optional(found->step_id)
+                                         : std::nullopt;
+    if (id) {
+      if (absl::Status s = api->SignalStep(job_id, *id, signal); !s.ok()) {
+        spdlog::warn("trial {}: cannot signal its step {}.{}: {}", trial_id, job_id, *id,
+                     s.ToString());
+      }
+    }
+    return [this, trial_id, id, found = std::move(found), signal]() {
+      auto it = steps_.find(trial_id);
+      if (it == steps_.end()) return;  // ended meanwhile
+      Step& step = it->second;
+      if (found) Identified(step, found->step_id, found->nodes, events_);
+      // Not registered yet: srun itself passes the signal on (or gives up creating the step).
+      if (!id) SignalSrun(step, signal);
+    };
+  });
+}
+
+void SlurmBackend::Identified(Step& step, uint32_t step_id, const std::string& nodes,
+                              std::vector<BackendEvent>& out) {
+  if (step.step_id) return;
+  step.step_id = step_id;
+  if (!nodes.empty()) step.nodelist = nodes;
+  BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, step.trial_id, clock_.Now());
+  e.backend_id = StepBackendId(step);
+  out.push_back(std::move(e));
 }
 
 std::string SlurmBackend::JobName(const LaunchSpec& spec) {
@@ -371,14 +432,29 @@ void SlurmBackend::LaunchFailed(int64_t trial_id, const absl::Status& why) {
 }
 
 void SlurmBackend::StartJob(const LaunchSpec& spec) {
-  absl::StatusOr<uint32_t> id = api_->Submit(Request(spec, options_.shim));
+  submitting_[spec.trial_id] = NewJob(0, spec);
+  calls_.Post([this, api = api_.get(), trial_id = spec.trial_id,
+               request = Request(spec, options_.shim)]() -> SlurmCalls::Then {
+    absl::StatusOr<uint32_t> id = api->Submit(request);
+    return [this, trial_id, id]() { JobSubmitted(trial_id, id); };
+  });
+}
+
+void SlurmBackend::JobSubmitted(int64_t trial_id, const absl::StatusOr<uint32_t>& id) {
+  auto it = submitting_.find(trial_id);
+  if (it == submitting_.end()) return;  // detached meanwhile
+  Job job = std::move(it->second);
+  submitting_.erase(it);
   if (!id.ok()) {
-    LaunchFailed(spec.trial_id, id.status());
+    LaunchFailed(trial_id, id.status());
     return;
   }
-  jobs_[spec.trial_id] = NewJob(*id, spec);
+  job.job_id = *id;
+  bool stop = job.stop_requested;
+  jobs_[trial_id] = std::move(job);
   fast_until_ = clock_.Now() + options_.fast_query_window;
-  spdlog::debug("trial {}: Slurm job {}", spec.trial_id, *id);
+  spdlog::debug("trial {}: Slurm job {}", trial_id, *id);
+  if (stop) (void)Signal(trial_id);  // stopped while slurmctld answered
 }
 
 SlurmBackend::Job SlurmBackend::NewJob(uint32_t job_id, const LaunchSpec& spec) {
@@ -524,7 +600,14 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
   }
   auto it = jobs_.find(trial_id);
   if (it == jobs_.end()) {
-    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
+    auto submitting = submitting_.find(trial_id);
+    if (submitting == submitting_.end()) {
+      return absl::NotFoundError(absl::StrCat("trial ", trial_id, " has no Slurm job or step"));
+    }
+    // Signaled once slurmctld names its job (JobSubmitted).
+    submitting->second.stop_requested = true;
+    submitting->second.grace = grace;
+    return absl::OkStatus();
   }
   Job& job = it->second;
   if (job.stop_requested) return absl::OkStatus();
@@ -539,19 +622,15 @@ absl::Status SlurmBackend::Signal(int64_t trial_id) {
   if (auto it = steps_.find(trial_id); it != steps_.end()) {
     Step& step = it->second;
     step.kill_at = now + step.grace;
-    if (!step.step_id) IdentifySteps(true, events_);
-    if (step.step_id) return api_->SignalStep(step.job_id, *step.step_id, step.stop_signal);
-    // Not registered yet: srun itself passes the signal on (or gives up creating the step).
-    SignalSrun(step, step.stop_signal);
+    SignalStep(step, step.stop_signal);
     return absl::OkStatus();
   }
   auto it = jobs_.find(trial_id);
-  if (it == jobs_.end()) return absl::OkStatus();  // ended meanwhile
+  if (it == jobs_.end()) return absl::OkStatus();  // ended meanwhile, or not submitted yet
   Job& job = it->second;
   job.kill_at = now + job.grace;
-  absl::Status s = api_->Signal(job.job_id, job.stop_signal);
-  if (!s.ok()) return api_->Cancel(job.job_id);  // pending jobs cannot be signaled
-  return s;
+  SignalJob(trial_id, job.job_id, job.stop_signal, /*or_cancel=*/true);
+  return absl::OkStatus();
 }
 
 std::string SlurmBackend::Describe() const {
@@ -560,6 +639,7 @@ std::string SlurmBackend::Describe() const {
 }
 
 std::vector<BackendEvent> SlurmBackend::Poll() {
+  calls_.RunDone();  // what slurmctld answered since the last Poll
   std::vector<BackendEvent> out;
   out.swap(events_);
   HearAgents();
@@ -588,7 +668,7 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   }
   CheckpointSteps(out);
   ReapSteps(out);
-  IdentifySteps(false, out);
+  IdentifySteps();
   absl::Time now = clock_.Now();
   for (auto& [trial_id, step] : steps_) {
     RecordTasks(step, /*force=*/false, out);
@@ -677,14 +757,7 @@ void SlurmBackend::SignalCheckpoint(int64_t trial_id) {
   if (it == steps_.end() || it->second.stop_requested) return;  // ended or stopped meanwhile
   Step& step = it->second;
   spdlog::info("trial {}: telling it to checkpoint (signal {})", trial_id, step.checkpoint_signal);
-  absl::Status s;
-  if (!step.step_id) IdentifySteps(true, events_);
-  if (step.step_id) {
-    s = api_->SignalStep(step.job_id, *step.step_id, step.checkpoint_signal);
-  } else {
-    SignalSrun(step, step.checkpoint_signal);  // srun passes it on
-  }
-  if (!s.ok()) spdlog::warn("trial {}: cannot signal its step: {}", trial_id, s.ToString());
+  SignalStep(step, step.checkpoint_signal);
 }
 
 void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
@@ -885,41 +958,41 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   return e;
 }
 
-void SlurmBackend::IdentifySteps(bool force, std::vector<BackendEvent>& out) {
+void SlurmBackend::IdentifySteps() {
   // Step ids are for the record and for signals, and the steps' tasks write them down as they
   // start (RecordTasks); slurmctld is asked only for a step older than kStepRecordWait whose
-  // tasks did not (a trial directory the node does not share), at most once per query interval
-  // unless a signal needs it now, one call per allocation, never for every step on the cluster.
+  // tasks did not (a trial directory the node does not share), at most once per query interval,
+  // one call per allocation, never for every step on the cluster. (A signal looks for its own
+  // step: SignalStep.)
   absl::Time now = clock_.Now();
-  if (!force && now - last_steps_query_ < options_.query_interval) return;
+  if (now - last_steps_query_ < options_.query_interval) return;
   std::set<uint32_t> jobs;
   for (auto& [trial_id, step] : steps_) {
-    if (step.step_id || (!force && now - step.launched < kStepRecordWait)) continue;
-    RecordTasks(step, /*force=*/true, out);  // what the tasks wrote since the last look
+    if (step.step_id || now - step.launched < kStepRecordWait) continue;
+    RecordTasks(step, /*force=*/true, events_);  // what the tasks wrote since the last look
     if (!step.step_id) jobs.insert(step.job_id);
   }
   if (jobs.empty()) return;
   last_steps_query_ = now;
-  std::map<std::pair<uint32_t, std::string>, StepStatus> by_name;
-  for (uint32_t job_id : jobs) {
-    absl::StatusOr<std::vector<StepStatus>> steps = api_->QuerySteps(job_id);
-    if (!steps.ok()) {
-      spdlog::warn("Slurm step query failed: {}", steps.status().ToString());
-      continue;
+  calls_.Post([this, api = api_.get(), jobs]() -> SlurmCalls::Then {
+    std::map<std::pair<uint32_t, std::string>, StepStatus> by_name;
+    for (uint32_t job_id : jobs) {
+      absl::StatusOr<std::vector<StepStatus>> steps = api->QuerySteps(job_id);
+      if (!steps.ok()) {
+        spdlog::warn("Slurm step query failed: {}", steps.status().ToString());
+        continue;
+      }
+      for (StepStatus& st : *steps) by_name[{st.job_id, st.name}] = std::move(st);
     }
-    for (StepStatus& s : *steps) by_name[{s.job_id, s.name}] = std::move(s);
-  }
-  for (auto& [trial_id, step] : steps_) {
-    if (step.step_id) continue;
-    // The name StepArgv gave it.
-    auto found = by_name.find({step.job_id, step.name});
-    if (found == by_name.end()) continue;
-    step.step_id = found->second.step_id;
-    if (!found->second.nodes.empty()) step.nodelist = found->second.nodes;
-    BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kUpdated, trial_id, now);
-    e.backend_id = StepBackendId(step);
-    out.push_back(std::move(e));
-  }
+    return [this, by_name = std::move(by_name)]() {
+      for (auto& [trial_id, step] : steps_) {
+        auto found = by_name.find({step.job_id, step.name});  // the name StepArgv gave it
+        if (found != by_name.end()) {
+          Identified(step, found->second.step_id, found->second.nodes, events_);
+        }
+      }
+    };
+  });
 }
 
 void SlurmBackend::RecordTasks(Step& step, bool force, std::vector<BackendEvent>& out) {
@@ -1029,10 +1102,7 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
       if (job.checkpoint_signal > 0 && !job.stop_requested && !ended) {
         spdlog::info("trial {}: Slurm job {} is being preempted; telling it to checkpoint",
                      trial_id, job.job_id);
-        if (absl::Status s = api_->Signal(job.job_id, job.checkpoint_signal); !s.ok()) {
-          spdlog::warn("trial {}: cannot signal Slurm job {}: {}", trial_id, job.job_id,
-                       s.ToString());
-        }
+        SignalJob(trial_id, job.job_id, job.checkpoint_signal, /*or_cancel=*/false);
       }
     }
     if (!ended) {

@@ -48,6 +48,7 @@
 #include "common/clock.h"
 #include "slurm_backend/allocation_pool.h"
 #include "slurm_backend/slurm_api.h"
+#include "slurm_backend/slurm_calls.h"
 
 namespace hpo::slurm {
 
@@ -74,8 +75,10 @@ class SlurmBackend final : public backend::Backend {
     absl::Duration query_interval = absl::Seconds(10);
     absl::Duration fast_query_interval = absl::Seconds(1);
     absl::Duration fast_query_window = absl::Seconds(10);
-    // That query runs on a thread of its own, so that a slow slurmctld never holds up the
-    // controller (its answer is taken at the next Poll); false: in Poll itself.
+    // That query runs on a thread of its own, and every other call to slurmctld (submits,
+    // signals, cancels, step queries) on another (slurm_calls.h), so that a slow slurmctld never
+    // holds up the controller (answers are taken at the next Poll); false: each call where it
+    // is made, as if slurmctld answered at once.
     bool query_thread = false;
   };
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
@@ -89,7 +92,7 @@ class SlurmBackend final : public backend::Backend {
   bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
                  const backend::Placement& p) override;
   int Running() const override {
-    return static_cast<int>(jobs_.size() + steps_.size() + queued_.size());
+    return static_cast<int>(jobs_.size() + submitting_.size() + steps_.size() + queued_.size());
   }
   std::string Describe() const override;
 
@@ -110,12 +113,14 @@ class SlurmBackend final : public backend::Backend {
   void Detach() override {
     steps_.clear();
     jobs_.clear();
+    submitting_.clear();
     queued_.clear();
     pool_.Detach();
   }
   void SetWakeup(std::function<void()> wake) override {
     if (options_.agent.hub != nullptr) options_.agent.hub->SetWakeup(wake);
     if (query_thread_) query_thread_->SetWakeup(wake);
+    calls_.SetWakeup(wake);
     watcher_.SetWakeup(std::move(wake));
   }
 
@@ -260,7 +265,10 @@ class SlurmBackend final : public backend::Backend {
                                             const std::string& gpus);
   // The user's jobs, asked at most once a second while re-adopting.
   [[nodiscard]] absl::StatusOr<std::vector<JobStatus>> MineForAdoption();
-  void IdentifySteps(bool force, std::vector<backend::BackendEvent>& out);
+  void IdentifySteps();
+  // The step's id (and nodes) as slurmctld gave them: recorded, and reported (kUpdated).
+  void Identified(Step& step, uint32_t step_id, const std::string& nodes,
+                  std::vector<backend::BackendEvent>& out);
   // Reads back what the step's tasks recorded (see StepArgv): its step id as soon as one task
   // wrote it, its nodes and GPUs once every task did, at most once a second, or with `force`
   // whatever is there (the step ended); reports them (kUpdated).
@@ -268,13 +276,24 @@ class SlurmBackend final : public backend::Backend {
   // Cancels a step or job, logging what slurmctld refused.
   void CancelStep(int64_t trial_id, uint32_t job_id, uint32_t step_id);
   void CancelJob(int64_t trial_id, uint32_t job_id);
+  // Signals a trial's job (and cancels it when it cannot be signaled, with `or_cancel`: a
+  // pending job), or its step: by its id, or by its name when its tasks have not written the id
+  // down yet, or through its srun when slurmctld does not list it yet. All through calls_.
+  void SignalJob(int64_t trial_id, uint32_t job_id, int signal, bool or_cancel);
+  void SignalStep(const Step& step, int signal);
+  // slurmctld answered a trial's job submission.
+  void JobSubmitted(int64_t trial_id, const absl::StatusOr<uint32_t>& id);
   std::string StepBackendId(const Step& s) const;
 
   std::unique_ptr<SlurmApi> api_;
+  // Every call to slurmctld but the periodic query and those of a restart's Adopt (after api_:
+  // it makes the calls still queued when hpod stops; before pool_, whose cancels it carries).
+  SlurmCalls calls_;
   const Clock& clock_;
   Options options_;
   AllocationPool pool_;
   std::map<int64_t, Job> jobs_;                // by trial id
+  std::map<int64_t, Job> submitting_;          // jobs mode: submitted, no job id yet
   std::map<int64_t, Step> steps_;              // by trial id
   std::map<int64_t, Queued> queued_;           // by trial id
   std::set<std::pair<int64_t, int>> orphans_;  // agents' steps hpod ended (trial, segment)
