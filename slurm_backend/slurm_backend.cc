@@ -681,8 +681,12 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
       step.kill_at.reset();
     }
   }
-  // A new allocation whose agent will say when it runs needs no close watch.
-  if (pool_.Resize() && pool_.AwaitingQuery()) fast_until_ = now + options_.fast_query_window;
+  // A new allocation whose agent will say when it runs needs no close watch; one without an
+  // agent is watched closely from when slurmctld names it.
+  bool grew = pool_.Resize();
+  bool awaiting = pool_.AwaitingQuery();
+  if (awaiting && (grew || !awaiting_query_)) fast_until_ = now + options_.fast_query_window;
+  awaiting_query_ = awaiting;
   for (backend::AllocationUsage& u : pool_.TakeUsage()) {
     BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kAllocation, 0, now);
     e.allocation = std::move(u);
@@ -705,8 +709,10 @@ void SlurmBackend::TakeMine(absl::StatusOr<std::vector<JobStatus>> mine,
   query_backoff_ = absl::ZeroDuration();
   std::map<uint32_t, const JobStatus*> by_id;
   for (const JobStatus& s : *mine) by_id[s.job_id] = &s;
-  if (!swept_leftovers_) {
-    // Allocations an earlier run of this daemon left behind.
+  // Allocations an earlier run of this daemon left behind: swept once no request of this run is
+  // between slurmctld and the pool (an allocation slurmctld already lists, whose answer has not
+  // reached the pool yet, is this run's own).
+  if (!swept_leftovers_ && calls_.Idle()) {
     pool_.SweepLeftovers(*mine, live_sweeps_);
     live_sweeps_.clear();
     swept_leftovers_ = true;
@@ -968,9 +974,8 @@ void SlurmBackend::IdentifySteps() {
   if (now - last_steps_query_ < options_.query_interval) return;
   std::set<uint32_t> jobs;
   for (auto& [trial_id, step] : steps_) {
-    if (step.step_id || now - step.launched < kStepRecordWait) continue;
-    RecordTasks(step, /*force=*/true, events_);  // what the tasks wrote since the last look
-    if (!step.step_id) jobs.insert(step.job_id);
+    // (Poll has looked for the tasks' records every second meanwhile.)
+    if (!step.step_id && now - step.launched >= kStepRecordWait) jobs.insert(step.job_id);
   }
   if (jobs.empty()) return;
   last_steps_query_ = now;

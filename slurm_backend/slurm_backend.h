@@ -306,6 +306,7 @@ class SlurmBackend final : public backend::Backend {
   absl::Duration query_backoff_;  // after failed queries
   std::unique_ptr<QueryThread> query_thread_;
   absl::Time fast_until_ = absl::InfinitePast();  // query often until then
+  bool awaiting_query_ = false;  // the pool had an allocation only slurmctld can say runs
   std::optional<std::vector<JobStatus>> adopt_mine_;
   // Steps-mode sweeps the restarted daemon runs (from Adopt), whose leftover allocations it
   // takes back instead of canceling.
