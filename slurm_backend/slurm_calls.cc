@@ -25,7 +25,7 @@ void SlurmCalls::Post(Call call) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    todo_.push_back(std::move(call));
+    waiting_.push_back(std::move(call));
   }
   cv_.notify_all();
 }
@@ -41,7 +41,7 @@ void SlurmCalls::RunDone() {
 
 bool SlurmCalls::Idle() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return todo_.empty() && done_.empty() && !busy_;
+  return waiting_.empty() && done_.empty() && !busy_;
 }
 
 void SlurmCalls::SetWakeup(std::function<void()> wake) {
@@ -52,10 +52,10 @@ void SlurmCalls::SetWakeup(std::function<void()> wake) {
 void SlurmCalls::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return !todo_.empty() || stopping_; });
-    if (todo_.empty()) return;  // stopping, and every call made
-    Call call = std::move(todo_.front());
-    todo_.pop_front();
+    cv_.wait(lock, [this] { return !waiting_.empty() || stopping_; });
+    if (waiting_.empty()) return;  // stopping, and every call made
+    Call call = std::move(waiting_.front());
+    waiting_.pop_front();
     busy_ = true;
     lock.unlock();
     Then then = call();

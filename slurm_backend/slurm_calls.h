@@ -45,7 +45,7 @@ class SlurmCalls {
   const bool threaded_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Call> todo_;
+  std::deque<Call> waiting_;
   std::deque<Then> done_;
   bool busy_ = false;
   bool stopping_ = false;
