@@ -127,8 +127,21 @@ struct BackendEvent {
 class Capacity {
  public:
   virtual ~Capacity() = default;
-  // OK when a trial with `r` could ever run here; INVALID_ARGUMENT saying why not otherwise.
+  // OK when a trial with `r` could ever run here, as far as the backend knows without asking
+  // anyone (no call to a server: it runs on the controller's thread); INVALID_ARGUMENT saying
+  // why not otherwise.
   [[nodiscard]] virtual absl::Status CheckFits(const Resources& r, const Placement& p) = 0;
+  // What only the cluster can say about a sweep that passed CheckFits (an account, a partition,
+  // whether such a request could ever run), asked off the controller's thread. `sweep_id` 0: a
+  // validation only. Otherwise the sweep is about to start (`starts_now`: at once, not behind
+  // other sweeps): a backend may take its first resources for it now, and let that request be
+  // the check (Slurm's steps mode submits the sweep's first allocation: slurmctld refuses it
+  // or takes it). `done` runs once, on the controller's thread (inside a later Poll) or inline.
+  using Vetted = std::function<void(const absl::Status&)>;
+  virtual void Vet(int64_t /*sweep_id*/, const Resources& /*r*/, const Placement& /*p*/,
+                   bool /*starts_now*/, Vetted done) {
+    done(absl::OkStatus());
+  }
   // True when a trial of `sweep_id` with `r` can start now. A backend that grows its capacity on
   // demand (Slurm steps mode) takes a false answer as a trial waiting.
   virtual bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) = 0;

@@ -25,6 +25,10 @@ class BackendWrapper : public Backend {
   bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) override {
     return inner_.CanLaunch(sweep_id, r, p);
   }
+  void Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
+           Vetted done) override {
+    inner_.Vet(sweep_id, r, p, starts_now, std::move(done));
+  }
   int Running() const override { return inner_.Running(); }
   int FreeGpus() const override { return inner_.FreeGpus(); }
   std::string Describe() const override { return inner_.Describe(); }

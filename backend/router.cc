@@ -52,6 +52,13 @@ absl::Status Router::CheckFits(const Resources& r, const Placement& p) {
   return (*b)->CheckFits(r, p);
 }
 
+void Router::Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
+                 Vetted done) {
+  absl::StatusOr<Backend*> b = Route(p);
+  if (!b.ok()) return done(b.status());
+  (*b)->Vet(sweep_id, r, p, starts_now, std::move(done));
+}
+
 bool Router::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
   absl::StatusOr<Backend*> b = Route(p);
   return b.ok() && (*b)->CanLaunch(sweep_id, r, p);

@@ -34,6 +34,8 @@ class Router final : public Backend {
   // Capacity.
   [[nodiscard]] absl::Status CheckFits(const Resources& r, const Placement& p) override;
   bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) override;
+  void Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
+           Vetted done) override;
   int Running() const override;
   int FreeGpus() const override;
   std::string Describe() const override;

@@ -157,6 +157,15 @@ std::optional<absl::Time> AgentHub::LastHeard(uint32_t job_id) const {
   return it == agents_.end() ? std::nullopt : it->second.heard;
 }
 
+bool AgentHub::InTouch(uint32_t job_id, absl::Time now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(job_id);
+  if (it == agents_.end()) return false;
+  const Agent& agent = it->second;
+  return agent.held.has_value() ||
+         (agent.heard && now - *agent.heard <= kMaxWait + absl::Seconds(10));
+}
+
 void AgentHub::Acknowledge(uint32_t job_id, int64_t trial_id, int segment) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agents_.find(job_id);

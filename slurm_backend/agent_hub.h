@@ -76,6 +76,9 @@ class AgentHub final : public v1::AgentService::CallbackService {
   std::vector<Heard> TakeHeard();
   // When the allocation's agent was last heard, or nullopt: never by this run of hpod.
   std::optional<absl::Time> LastHeard(uint32_t job_id) const;
+  // Whether the allocation's agent is in touch at `now`: hpod holds its call, or heard it within
+  // kMaxWait and a margin (an agent calls again as soon as a held call is answered).
+  bool InTouch(uint32_t job_id, absl::Time now) const;
   // The backend took this ended step's outcome: the agent may forget it.
   void Acknowledge(uint32_t job_id, int64_t trial_id, int segment);
   // Where hpod listens (HPO_ENDPOINT in the allocations it requests from now on); the agents

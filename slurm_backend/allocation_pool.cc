@@ -255,14 +255,22 @@ bool AllocationPool::AgentCalled(uint32_t job_id, const std::string& nodelist) {
   }
   Allocation& a = it->second;
   Runs(a, nodelist, nullptr);
-  // It started a moment ago, with the time limit hpod asked for: its end is known to within
-  // that moment, until slurmctld's next answer says it exactly. (Without one, the partition's
-  // default applies, which only slurmctld knows.)
-  if (int minutes = SlurmOf(a.placement).time_limit_minutes; minutes > 0) {
-    a.ends_at = clock_.Now() + absl::Minutes(minutes);
+  // It started a moment ago, with the time limit hpod asked for or its partition's: its end is
+  // known to within that moment, until slurmctld's next answer says it exactly.
+  if (std::optional<absl::Duration> limit = TimeLimit(a.placement)) {
+    a.ends_at = *limit == absl::InfiniteDuration() ? absl::InfiniteFuture() : clock_.Now() + *limit;
     a.times_known = true;
   }
   return true;
+}
+
+std::optional<absl::Duration> AllocationPool::TimeLimit(const Placement& placement) const {
+  const SlurmPlacement& where = SlurmOf(placement);
+  if (where.time_limit_minutes > 0) return absl::Minutes(where.time_limit_minutes);
+  for (const PartitionLimits& p : partitions_) {
+    if (where.partition.empty() ? p.is_default : p.name == where.partition) return p.JobLimit();
+  }
+  return std::nullopt;  // not read yet, or several partitions named: slurmctld says
 }
 
 bool AllocationPool::AwaitingQuery() const {
@@ -271,6 +279,21 @@ bool AllocationPool::AwaitingQuery() const {
     if (a.external || agent_.hub == nullptr || !agent_.hub->Admitted(job_id)) return true;
   }
   return false;
+}
+
+bool AllocationPool::CoveredByAgents(absl::Time now) const {
+  if (agent_.hub == nullptr || !submitting_.empty()) return false;
+  for (const auto& [job_id, r] : releasing_) {
+    if (now >= r.cancel_at) return false;
+  }
+  for (const auto& [job_id, a] : allocs_) {
+    if (a.gone) continue;
+    if (!a.running || a.external || !a.times_known || a.preempted_at != absl::InfinitePast() ||
+        !agent_.hub->InTouch(job_id, now)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void AllocationPool::Update(const std::map<uint32_t, const JobStatus*>& by_id) {
@@ -441,7 +464,13 @@ std::vector<backend::AllocationUsage> AllocationPool::TakeUsage() {
   return out;
 }
 
-bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Time now) {
+bool AllocationPool::RequestFirst(int64_t sweep_id, const Placement& placement,
+                                  std::function<void(const absl::Status&)> vetted) {
+  return Grow(sweep_id, placement, clock_.Now(), std::move(vetted));
+}
+
+bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Time now,
+                          std::function<void(const absl::Status&)> vetted) {
   int held = 0;
   bool on_its_way = false;
   for (const auto& [job_id, a] : allocs_) {
@@ -470,7 +499,8 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
   int max = SlurmOf(placement).allocation.max;
   submitting_.insert(sweep_id);
   calls_.Post([this, api = &api_, hub = agent_.hub, request = std::move(request), token,
-               a = std::move(a), held, max]() mutable -> SlurmCalls::Then {
+               a = std::move(a), held, max,
+               vetted = std::move(vetted)]() mutable -> SlurmCalls::Then {
     absl::StatusOr<uint32_t> id = api->Submit(request);
     if (id.ok() && !token.empty()) {
       if (absl::Status s = hub->Admit(*id, token); !s.ok()) {
@@ -482,18 +512,19 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
         id = s;
       }
     }
-    return [this, id, a = std::move(a), held, max]() mutable {
-      Requested(std::move(a), id, held, max);
+    return [this, id, a = std::move(a), held, max, vetted = std::move(vetted)]() mutable {
+      Requested(std::move(a), id, held, max, vetted);
     };
   });
   return true;
 }
 
-void AllocationPool::Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held,
-                               int max) {
+void AllocationPool::Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held, int max,
+                               const std::function<void(const absl::Status&)>& vetted) {
   int64_t sweep_id = a.sweep_id;
   submitting_.erase(sweep_id);
   if (!id.ok()) {
+    if (vetted) return vetted(id.status());  // refused: the sweep is not accepted, no retry
     spdlog::error("sweep {}: cannot request an allocation (retrying in 30 s): {}", sweep_id,
                   id.status().ToString());
     retry_submit_at_[sweep_id] = clock_.Now() + absl::Seconds(30);
@@ -505,9 +536,10 @@ void AllocationPool::Requested(Allocation a, const absl::StatusOr<uint32_t>& id,
   if (ended_sweeps_.count(sweep_id)) {  // it ended while slurmctld answered
     CancelJob(sweep_id, *id);
     if (agent_.hub != nullptr) agent_.hub->Forget(*id);
-    return;
+  } else {
+    allocs_[*id] = std::move(a);
   }
-  allocs_[*id] = std::move(a);
+  if (vetted) vetted(absl::OkStatus());
 }
 
 absl::Duration AllocationPool::ExpectedWait(int64_t sweep_id) const {

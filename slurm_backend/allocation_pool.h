@@ -103,6 +103,11 @@ class AllocationPool {
   // Allocation `job_id`'s agent called: it runs, on `nodelist` ("n[1-2]"); slurmctld's next
   // answer adds its start and end times. True when that made it run.
   bool AgentCalled(uint32_t job_id, const std::string& nodelist);
+  // The cluster's partitions: an allocation that asks for no time limit runs for its
+  // partition's (JobLimit), so its end is known as soon as its agent calls.
+  void SetPartitions(std::vector<PartitionLimits> partitions) {
+    partitions_ = std::move(partitions);
+  }
   // Whether an allocation hpod asked for waits for slurmctld to say that it runs: one whose
   // agent does not call (the user's own job, or one without an agent).
   bool AwaitingQuery() const;
@@ -124,6 +129,12 @@ class AllocationPool {
   // Grows and shrinks the pools (see above). True when it requested or took an allocation,
   // so that the backend watches slurmctld closely for a while.
   bool Resize();
+  // A sweep about to start: its first allocation is requested now, and `vetted` runs (on the
+  // controller's thread) with slurmctld's answer. A refusal leaves nothing behind, and is not
+  // retried: the sweep is not accepted. False when the sweep has an allocation already or one
+  // on its way (nothing is requested, `vetted` does not run).
+  bool RequestFirst(int64_t sweep_id, const backend::Placement& placement,
+                    std::function<void(const absl::Status&)> vetted);
   // The sweep launches nothing more: its idle allocations go now, the others after their last
   // step.
   void SweepEnded(int64_t sweep_id);
@@ -151,7 +162,12 @@ class AllocationPool {
   void NoteCheckpointGrace(int64_t sweep_id, absl::Duration grace);
   // What the pool expects the sweep's next allocation to wait in the queue.
   absl::Duration ExpectedWait(int64_t sweep_id) const;
-  bool empty() const { return allocs_.empty(); }
+  // Nothing to watch: no allocation, and none released whose end is still to be seen.
+  bool empty() const { return allocs_.empty() && releasing_.empty(); }
+  // Whether the agents tell hpod all it needs of every allocation now: each runs, with its end
+  // known, no preemption seen, and its agent in touch (a released one until its grace ends);
+  // none is being requested. Then slurmctld need only be asked now and then.
+  bool CoveredByAgents(absl::Time now) const;
   // "2 allocation(s) held (1 running)".
   std::string Describe() const;
 
@@ -204,7 +220,9 @@ class AllocationPool {
   // The expected allocations no run of this daemon took back: when each ended (see Cost).
   void CloseExpected(const std::vector<JobStatus>& mine);
   void Erase(std::map<uint32_t, Allocation>::iterator it, const std::string& why);
-  bool Grow(int64_t sweep_id, const backend::Placement& placement, absl::Time now);
+  // `vetted`: RequestFirst's.
+  bool Grow(int64_t sweep_id, const backend::Placement& placement, absl::Time now,
+            std::function<void(const absl::Status&)> vetted = nullptr);
   std::string Name(int64_t sweep_id) const;
 
   SlurmApi& api_;
@@ -216,8 +234,12 @@ class AllocationPool {
   const Clock& clock_;
   std::string instance_;
   AgentLink agent_;
-  std::map<uint32_t, Allocation> allocs_;  // by job id
-  bool wants_times_ = false;               // WantsTimes
+  std::map<uint32_t, Allocation> allocs_;    // by job id
+  bool wants_times_ = false;                 // WantsTimes
+  std::vector<PartitionLimits> partitions_;  // SetPartitions
+  // How long an allocation of `placement` runs, as far as hpod knows without asking: the time
+  // limit it asked for, else its partition's; nullopt when not known.
+  std::optional<absl::Duration> TimeLimit(const backend::Placement& placement) const;
   // Allocations released through their agents, until slurmctld says they ended (or kReleaseGrace
   // passed, and they are canceled).
   struct Releasing {
@@ -228,7 +250,8 @@ class AllocationPool {
   static constexpr absl::Duration kReleaseGrace = absl::Seconds(30);
   void CheckReleased(const std::map<uint32_t, const JobStatus*>& by_id);
   // slurmctld answered the request for allocation `a` (the `held`+1-th of at most `max`).
-  void Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held, int max);
+  void Requested(Allocation a, const absl::StatusOr<uint32_t>& id, int held, int max,
+                 const std::function<void(const absl::Status&)>& vetted);
   std::map<int64_t, Lease> leases_;                // by trial id
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed

@@ -176,6 +176,28 @@ class LibSlurm final : public SlurmApi {
     return out;
   }
 
+  absl::StatusOr<std::vector<PartitionLimits>> QueryPartitions() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    partition_info_msg_t* msg = nullptr;
+    if (slurm_load_partitions(0, &msg, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
+      return SlurmError("sinfo");
+    auto minutes = [](uint32_t m) {
+      return m == INFINITE ? absl::InfiniteDuration() : absl::Minutes(m);
+    };
+    std::vector<PartitionLimits> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      const partition_info_t& p = msg->partition_array[i];
+      PartitionLimits l;
+      l.name = p.name != nullptr ? p.name : "";
+      l.is_default = (p.flags & PART_FLAG_DEFAULT) != 0;
+      if (p.default_time != NO_VAL) l.default_time = minutes(p.default_time);
+      l.max_time = p.max_time == NO_VAL ? absl::InfiniteDuration() : minutes(p.max_time);
+      out.push_back(std::move(l));
+    }
+    slurm_free_partition_info_msg(msg);
+    return out;
+  }
+
   absl::Status Signal(uint32_t job_id, int signal) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), KILL_FULL_JOB) != SLURM_SUCCESS) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,17 @@ struct JobStatus {
   absl::Time preempt_time = absl::InfinitePast();
 };
 
+// A partition's time limits, for the jobs that ask for none: `default_time` when the partition
+// sets one, else `max_time`; absl::InfiniteDuration() for none (UNLIMITED).
+struct PartitionLimits {
+  std::string name;
+  bool is_default = false;                     // where a job that names no partition runs
+  std::optional<absl::Duration> default_time;  // nullopt: the partition sets none
+  absl::Duration max_time = absl::InfiniteDuration();
+  // How long a job without a time limit of its own may run here.
+  absl::Duration JobLimit() const { return default_time.value_or(max_time); }
+};
+
 struct StepStatus {
   uint32_t job_id = 0;
   uint32_t step_id = 0;
@@ -85,6 +97,8 @@ class SlurmApi {
   [[nodiscard]] virtual absl::Status WillRun(const JobRequest& req) = 0;
   // The current user's jobs, in one call.
   [[nodiscard]] virtual absl::StatusOr<std::vector<JobStatus>> QueryMine() = 0;
+  // The cluster's partitions and their time limits, in one call.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<PartitionLimits>> QueryPartitions() = 0;
   // Sends `signal` to every step of the job, the batch script included.
   [[nodiscard]] virtual absl::Status Signal(uint32_t job_id, int signal) = 0;
   [[nodiscard]] virtual absl::Status Cancel(uint32_t job_id) = 0;

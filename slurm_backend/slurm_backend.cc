@@ -105,6 +105,22 @@ SlurmBackend::SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Op
       options_(std::move(options)),
       pool_(*api_, calls_, clock_, options_.instance, options_.agent) {
   if (options_.query_thread) query_thread_ = std::make_unique<QueryThread>(*api_);
+  LoadPartitions();
+}
+
+void SlurmBackend::LoadPartitions() {
+  partitions_at_ = clock_.Now();
+  calls_.Post([this, api = api_.get()]() -> SlurmCalls::Then {
+    absl::StatusOr<std::vector<PartitionLimits>> parts = api->QueryPartitions();
+    if (!parts.ok()) {
+      spdlog::warn(
+          "cannot read the partitions' time limits (asking slurmctld for each "
+          "allocation's instead): {}",
+          parts.status().ToString());
+      return nullptr;
+    }
+    return [this, parts = std::move(*parts)]() mutable { pool_.SetPartitions(std::move(parts)); };
+  });
 }
 
 SlurmBackend::QueryThread::QueryThread(SlurmApi& api) : api_(api) {
@@ -343,17 +359,7 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
 }
 
 absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
-  if (SlurmOf(p).mode == "jobs") {
-    LaunchSpec probe;
-    probe.argv = {"true"};
-    probe.workdir = "/tmp";
-    probe.trial_dir = "/tmp";
-    probe.resources = r;
-    probe.placement = p;
-    JobRequest req = Request(probe);
-    req.environment = {"HPO_PROBE=1"};
-    return api_->WillRun(req);
-  }
+  if (SlurmOf(p).mode == "jobs") return absl::OkStatus();  // only slurmctld can say (Vet)
   const AllocationShape& a = SlurmOf(p).allocation;
   if (r.nodes > a.nodes || r.gpus > a.gpus_per_node ||
       r.cpus * r.tasks_per_node > a.cpus_per_node) {
@@ -362,24 +368,57 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
         " CPU(s) per node) does not fit in the sweep's allocation (", a.nodes, " node(s), ",
         a.gpus_per_node, " GPU(s) and ", a.cpus_per_node, " CPU(s) per node)"));
   }
-  if (a.job != 0) {
-    absl::StatusOr<std::vector<JobStatus>> mine = api_->QueryMine();
-    if (!mine.ok()) return mine.status();
-    for (const JobStatus& j : *mine) {
-      if (j.job_id == a.job && (j.state == JobState::kRunning || j.state == JobState::kPending))
-        return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("slurm allocation job ", a.job, " is not a pending or running job of yours"));
+  return absl::OkStatus();
+}
+
+void SlurmBackend::Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
+                       Vetted done) {
+  const SlurmPlacement& where = SlurmOf(p);
+  if (where.mode == "jobs") {  // the request of one trial's job, checked
+    LaunchSpec probe;
+    probe.argv = {"true"};
+    probe.workdir = "/tmp";
+    probe.trial_dir = "/tmp";
+    probe.resources = r;
+    probe.placement = p;
+    JobRequest req = Request(probe);
+    req.environment = {"HPO_PROBE=1"};
+    calls_.Post([api = api_.get(), req = std::move(req), done]() -> SlurmCalls::Then {
+      absl::Status s = api->WillRun(req);
+      return [done, s]() { done(s); };
+    });
+    return;
   }
-  JobRequest req = AllocationRequest(0, p);
-  absl::Status s = api_->WillRun(req);
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("the sweep's allocation (", a.nodes,
-                                               " node(s) with ", a.gpus_per_node, " GPU(s) and ",
-                                               a.cpus_per_node, " CPU(s) each): ", s.message()));
+  const AllocationShape& a = where.allocation;
+  if (a.job != 0) {  // the user's own allocation: is it there?
+    calls_.Post([api = api_.get(), job = a.job, done]() -> SlurmCalls::Then {
+      absl::StatusOr<std::vector<JobStatus>> mine = api->QueryMine();
+      absl::Status s = mine.status();
+      if (mine.ok()) {
+        s = absl::InvalidArgumentError(absl::StrCat("slurm allocation job ", job,
+                                                    " is not a pending or running job of yours"));
+        for (const JobStatus& j : *mine) {
+          if (j.job_id == job && (j.state == JobState::kRunning || j.state == JobState::kPending))
+            s = absl::OkStatus();
+        }
+      }
+      return [done, s]() { done(s); };
+    });
+    return;
   }
-  return s;
+  // The sweep's allocation: requested now when the sweep starts now (slurmctld's answer to
+  // that request is the check, as with a user's own sbatch), checked with will_run otherwise.
+  std::string shape =
+      absl::StrCat("the sweep's allocation (", a.nodes, " node(s) with ", a.gpus_per_node,
+                   " GPU(s) and ", a.cpus_per_node, " CPU(s) each): ");
+  Vetted said = [done, shape](const absl::Status& s) {
+    done(s.ok() ? s : absl::Status(s.code(), absl::StrCat(shape, s.message())));
+  };
+  if (sweep_id > 0 && starts_now && pool_.RequestFirst(sweep_id, p, said)) return;
+  calls_.Post([api = api_.get(), req = AllocationRequest(0, p), said]() -> SlurmCalls::Then {
+    absl::Status s = api->WillRun(req);
+    return [said, s]() { said(s); };
+  });
 }
 
 bool SlurmBackend::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
@@ -628,15 +667,27 @@ std::vector<BackendEvent> SlurmBackend::Poll() {
   out.swap(events_);
   HearAgents();
   absl::Time start = clock_.Now();
+  if (start - partitions_at_ >= kPartitionsAge && calls_.Idle()) LoadPartitions();
   bool stopping = false;  // a stopped trial's job is watched closely until it goes
   for (const auto& [id, job] : jobs_) stopping |= job.stop_requested;
-  absl::Duration interval =
-      start < fast_until_ || stopping ? options_.fast_query_interval : options_.query_interval;
+  bool fast = start < fast_until_ || stopping;
+  absl::Duration interval = fast ? options_.fast_query_interval : options_.query_interval;
+  // The agents tell hpod what it needs of the allocations they run in: slurmctld is asked now
+  // and then only, for what they cannot see (a time limit changed, a preemption).
+
+  if (!fast && jobs_.empty() && swept_leftovers_ && pool_.CoveredByAgents(start)) {
+    interval = std::max(interval, options_.agent_query_interval);
+  }
   // slurmctld refused or did not answer: ask less and less often (up to 5 minutes).
   interval = std::max(interval, query_backoff_);
-  bool due = (!jobs_.empty() || !pool_.empty() || !swept_leftovers_) &&
-             (start - last_query_ >= interval ||
-              (pool_.WantsTimes() && query_backoff_ == absl::ZeroDuration()));
+  // The interval counts from when there was something to watch (a new allocation is first
+  // asked about an interval after its request, by when its agent has usually called).
+  bool watch = !jobs_.empty() || !pool_.empty() || !swept_leftovers_;
+  if (watch && !watching_) watch_since_ = start;
+  watching_ = watch;
+  absl::Time since = swept_leftovers_ ? std::max(last_query_, watch_since_) : last_query_;
+  bool due = watch && (start - since >= interval || ((pool_.WantsTimes() || ask_now_) &&
+                                                     query_backoff_ == absl::ZeroDuration()));
   if (due && (!query_thread_ || !query_thread_->Busy())) {
     last_query_ = start;
     if (query_thread_) {
@@ -689,6 +740,8 @@ void SlurmBackend::TakeMine(absl::StatusOr<std::vector<JobStatus>> mine,
                  absl::FormatDuration(query_backoff_), mine.status().ToString());
     return;
   }
+  last_answer_ = last_query_;  // what slurmctld knew when it was asked
+  ask_now_ = false;
   if (query_backoff_ > absl::ZeroDuration()) spdlog::info("slurmctld answers again");
   query_backoff_ = absl::ZeroDuration();
   std::map<uint32_t, const JobStatus*> by_id;
@@ -759,6 +812,20 @@ void SlurmBackend::ReapSteps(std::vector<BackendEvent>& out) {
     if (state == TrialProcess::State::kRunning) {
       ++it;
       continue;
+    }
+    // A step that ended badly while slurmctld has not been asked for a while (the agents tell
+    // hpod the rest): its allocation may be being preempted, which only slurmctld says. Its end
+    // waits for slurmctld's next answer (asked now), briefly.
+    if (step.agent && state == TrialProcess::State::kEnded && !step.stop_requested &&
+        step.interrupted == Interruption::kNone &&
+        (outcome.exit_code != 0 || outcome.term_signal != 0)) {
+      absl::Time now = clock_.Now();
+      if (!step.ended_badly_at) step.ended_badly_at = now;
+      if (last_answer_ < *step.ended_badly_at && now - *step.ended_badly_at < kEndAnswerWait) {
+        ask_now_ = true;
+        ++it;
+        continue;
+      }
     }
     RecordTasks(step, /*force=*/true, out);
     out.push_back(StepEnded(step, state == TrialProcess::State::kEnded ? &outcome : nullptr));

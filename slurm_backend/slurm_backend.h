@@ -75,6 +75,9 @@ class SlurmBackend final : public backend::Backend {
     absl::Duration query_interval = absl::Seconds(10);
     absl::Duration fast_query_interval = absl::Seconds(1);
     absl::Duration fast_query_window = absl::Seconds(10);
+    // The interval while every allocation hpod holds is watched by its agent, and no trial runs
+    // as a job of its own (AllocationPool::CoveredByAgents).
+    absl::Duration agent_query_interval = absl::Seconds(60);
     // That query runs on a thread of its own, and every other call to slurmctld (submits,
     // signals, cancels, step queries) on another (slurm_calls.h), so that a slow slurmctld never
     // holds up the controller (answers are taken at the next Poll); false: each call where it
@@ -89,6 +92,8 @@ class SlurmBackend final : public backend::Backend {
   // Capacity.
   [[nodiscard]] absl::Status CheckFits(const backend::Resources& r,
                                        const backend::Placement& p) override;
+  void Vet(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
+           bool starts_now, Vetted done) override;
   bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
                  const backend::Placement& p) override;
   int Running() const override {
@@ -190,6 +195,9 @@ class SlurmBackend final : public backend::Backend {
     uint64_t launch_seq = 0;
     std::optional<backend::ExitRecord> agent_outcome;
     bool agent_vanished = false;
+    // When hpod first saw it ended other than by exiting 0 (ReapSteps holds it for slurmctld's
+    // next answer, which says whether its allocation was being preempted).
+    std::optional<absl::Time> ended_badly_at;
     int agent_missing = 0;  // agent calls in a row that did not list it
   };
 
@@ -301,7 +309,19 @@ class SlurmBackend final : public backend::Backend {
   std::vector<int64_t> to_checkpoint_;         // told to checkpoint, to be signaled at the next Act
   std::vector<backend::BackendEvent> events_;
   bool swept_leftovers_ = false;
+  // The partitions' time limits (what an allocation that asks for none runs for), read when hpod
+  // starts and every kPartitionsAge, so that an allocation's end is known when its agent calls.
+  void LoadPartitions();
+  static constexpr absl::Duration kPartitionsAge = absl::Hours(1);
+  absl::Time partitions_at_ = absl::InfinitePast();
   absl::Time last_query_ = absl::InfinitePast();
+  // When the query slurmctld last answered was asked; ask_now_: a step's end waits for its next
+  // answer.
+  absl::Time last_answer_ = absl::InfinitePast();
+  bool ask_now_ = false;
+  static constexpr absl::Duration kEndAnswerWait = absl::Seconds(15);
+  bool watching_ = false;  // there was something to ask slurmctld about at the last Poll
+  absl::Time watch_since_ = absl::InfinitePast();  // since when
   absl::Time last_steps_query_ = absl::InfinitePast();
   absl::Duration query_backoff_;  // after failed queries
   std::unique_ptr<QueryThread> query_thread_;

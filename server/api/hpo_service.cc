@@ -227,26 +227,48 @@ grpc::ServerUnaryReactor* HpoServiceImpl::Run(grpc::CallbackServerContext* ctx, 
   return reactor;
 }
 
+template <typename T, typename Fn, typename Fill>
+grpc::ServerUnaryReactor* HpoServiceImpl::RunReplying(grpc::CallbackServerContext* ctx, Need need,
+                                                      Fn fn, Fill fill, bool writes) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<Caller> caller = Authorized(ctx, reactor);
+  if (!caller) return reactor;
+  controller_.Post([this, reactor, caller = std::move(*caller), need, fn = std::move(fn),
+                    fill = std::move(fill), writes]() -> Controller::Done {
+    Controller::Reply<T> reply = [reactor, fill, writes](absl::StatusOr<T> answer) {
+      absl::Status s = answer.status();
+      if (answer.ok()) fill(std::move(*answer));
+      return [reactor, s, writes](const absl::Status& commit) {
+        reactor->Finish(ToGrpc(s.ok() && writes ? commit : s));
+      };
+    };
+    absl::StatusOr<Allowed> allowed = controller_.Allow(caller, need);
+    if (!allowed.ok()) return reply(allowed.status());
+    return fn(*allowed, std::move(reply));
+  });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerContext* ctx,
                                                         const v1::ValidateSweepRequest* req,
                                                         v1::ValidateSweepResponse* resp) {
-  return Read(ctx, {Action::kUse}, [this, req, resp](const Allowed& allowed) {
-    auto validated = controller_.Validate(allowed, *req);
-    if (!validated.ok()) return validated.status();
-    *resp = std::move(*validated);
-    return absl::OkStatus();
-  });
+  return RunReplying<v1::ValidateSweepResponse>(
+      ctx, {Action::kUse},
+      [this, req](const Allowed& allowed, Controller::Reply<v1::ValidateSweepResponse> reply) {
+        return controller_.Validate(allowed, *req, std::move(reply));
+      },
+      [resp](v1::ValidateSweepResponse answer) { *resp = std::move(answer); }, false);
 }
 
 grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::SubmitSweepRequest* req,
                                                       v1::SubmitSweepResponse* resp) {
-  return Run(ctx, {Action::kSubmit}, [this, req, resp](const Allowed& allowed) {
-    auto sweep = controller_.Submit(allowed, *req);
-    if (!sweep.ok()) return sweep.status();
-    *resp->mutable_sweep() = std::move(*sweep);
-    return absl::OkStatus();
-  });
+  return RunReplying<v1::Sweep>(
+      ctx, {Action::kSubmit},
+      [this, req](const Allowed& allowed, Controller::Reply<v1::Sweep> reply) {
+        return controller_.Submit(allowed, *req, std::move(reply));
+      },
+      [resp](v1::Sweep sweep) { *resp->mutable_sweep() = std::move(sweep); }, true);
 }
 
 grpc::ServerUnaryReactor* HpoServiceImpl::GetSweep(grpc::CallbackServerContext* ctx,

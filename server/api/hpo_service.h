@@ -93,6 +93,12 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   grpc::ServerUnaryReactor* Read(grpc::CallbackServerContext* ctx, Need need, Fn fn) {
     return Run(ctx, need, std::move(fn), false);
   }
+  // Run for a verb that answers through a Controller::Reply (Validate, Submit): `fn(allowed,
+  // reply)` returns what the controller returned; `fill(answer)` fills the response before the
+  // reply finishes, after its batch's commit (`writes`) or regardless of it.
+  template <typename T, typename Fn, typename Fill>
+  grpc::ServerUnaryReactor* RunReplying(grpc::CallbackServerContext* ctx, Need need, Fn fn,
+                                        Fill fill, bool writes);
 
   Controller& controller_;
   TrialFiles& files_;

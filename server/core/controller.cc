@@ -99,38 +99,76 @@ v1::Sweep Controller::View(const Sweep& sweep, bool with_spec) const {
   return SweepView(sweep, with_spec, clock_.Now());
 }
 
-absl::StatusOr<v1::ValidateSweepResponse> Controller::Validate(
-    const Allowed& allowed, const v1::ValidateSweepRequest& req) {
-  RETURN_IF_ERROR(Within(allowed, Action::kUse, 0));
+Controller::Done Controller::Vetting(int64_t sweep_id, const SweepSpec& spec,
+                                     std::function<Done(const absl::Status&)> then) {
+  struct State {
+    bool calling = true;
+    std::optional<Done> done;
+  };
+  auto state = std::make_shared<State>();
+  backend_.Vet(sweep_id, spec.MaxResources(), spec.placement, /*starts_now=*/true,
+               [this, state, then](const absl::Status& s) {
+                 if (state->calling) {
+                   state->done = then(s);
+                   return;
+                 }
+                 Post([then, s]() -> Done { return then(s); });
+               });
+  state->calling = false;
+  return state->done ? std::move(*state->done) : nullptr;
+}
+
+Controller::Done Controller::Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
+                                      Reply<v1::ValidateSweepResponse> reply) {
+  if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
   v1::ValidateSweepResponse resp;
   PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
   for (const std::string& e : planned.errors) resp.add_errors(e);
   resp.set_valid(planned.plan.has_value());
-  if (planned.plan) {
-    resp.set_trial_count(planned.plan->limit);
-    resp.set_summary(planned.plan->spec.Summary(*planned.plan->sampler));
-  }
-  return resp;
+  if (!planned.plan) return reply(std::move(resp));
+  resp.set_trial_count(planned.plan->limit);
+  resp.set_summary(planned.plan->spec.Summary(*planned.plan->sampler));
+  auto spec = std::make_shared<SweepSpec>(std::move(planned.plan->spec));
+  return Vetting(0, *spec, [spec, resp, reply](const absl::Status& vetted) mutable -> Done {
+    if (!vetted.ok()) {
+      resp.add_errors(PlacementError(*spec, vetted.message()));
+      resp.set_valid(false);
+    }
+    return reply(std::move(resp));
+  });
+}
+
+absl::StatusOr<v1::ValidateSweepResponse> Controller::Validate(
+    const Allowed& allowed, const v1::ValidateSweepRequest& req) {
+  return Inline<v1::ValidateSweepResponse>(
+      [&](Reply<v1::ValidateSweepResponse> reply) { return Validate(allowed, req, reply); });
 }
 
 absl::StatusOr<v1::Sweep> Controller::Submit(const Allowed& allowed,
                                              const v1::SubmitSweepRequest& req) {
-  RETURN_IF_ERROR(Within(allowed, Action::kSubmit, 0));
+  return Inline<v1::Sweep>([&](Reply<v1::Sweep> reply) { return Submit(allowed, req, reply); });
+}
+
+Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSweepRequest& req,
+                                    Reply<v1::Sweep> reply) {
+  if (absl::Status s = Within(allowed, Action::kSubmit, 0); !s.ok()) return reply(s);
   const std::string& owner = allowed.caller().user;
   if (absl::Status health = store_.Health(); !health.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("hpod refuses new sweeps while it cannot write its data: ", health.message()));
+    return reply(absl::UnavailableError(absl::StrCat(
+        "hpod refuses new sweeps while it cannot write its data: ", health.message())));
   }
   PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
   if (!planned.plan) {
     std::string msg = "the sweep is invalid:";
     for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
-    return absl::InvalidArgumentError(msg);
+    return reply(absl::InvalidArgumentError(msg));
   }
   if (req.warm_start_sweep() > 0) planned.plan->spec.warm_start_sweep = req.warm_start_sweep();
   std::vector<TrialRecord> inherited;
   if (int64_t from = planned.plan->spec.warm_start_sweep; from > 0) {
-    ASSIGN_OR_RETURN(inherited, WarmStartTrials(planned.plan->spec, from));
+    absl::StatusOr<std::vector<TrialRecord>> trials = WarmStartTrials(planned.plan->spec, from);
+    if (!trials.ok()) return reply(trials.status());
+    inherited = std::move(*trials);
   }
   auto sweep = std::make_unique<Sweep>();
   sweep->plan = std::move(*planned.plan);
@@ -144,11 +182,37 @@ absl::StatusOr<v1::Sweep> Controller::Submit(const Allowed& allowed,
   rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
   rec.queue = sweep->spec().enqueue;
   rec.name = !req.name().empty() ? req.name() : sweep->spec().name;
-  ASSIGN_OR_RETURN(rec.id, store_.InsertSweep(rec));
+  // Stored before the backend is asked, so that what it takes for the sweep (its first Slurm
+  // allocation) carries the sweep's id; a sweep the backend refuses is deleted again.
+  absl::StatusOr<int64_t> id = store_.InsertSweep(rec);
+  if (!id.ok()) return reply(id.status());
+  rec.id = *id;
   if (rec.name.empty()) {
     rec.name = absl::StrCat("sweep-", rec.id);
-    RETURN_IF_ERROR(store_.UpdateSweep(rec));
+    if (absl::Status s = store_.UpdateSweep(rec); !s.ok()) return reply(s);
   }
+  struct Pending {
+    std::unique_ptr<Sweep> sweep;
+    std::vector<TrialRecord> inherited;
+  };
+  auto pending = std::make_shared<Pending>(Pending{std::move(sweep), std::move(inherited)});
+  const SweepSpec& spec = pending->sweep->spec();
+  return Vetting(rec.id, spec, [this, pending, reply](const absl::Status& vetted) -> Done {
+    if (!vetted.ok()) {
+      int64_t id = pending->sweep->rec.id;
+      if (absl::Status s = store_.DeleteSweep(id); !s.ok()) {
+        spdlog::error("sweep {}: refused, but cannot delete its record: {}", id, s.ToString());
+      }
+      return reply(absl::Status(
+          vetted.code(), absl::StrCat("the sweep is invalid:\n  ",
+                                      PlacementError(pending->sweep->spec(), vetted.message()))));
+    }
+    return reply(Admit(std::move(pending->sweep), std::move(pending->inherited)));
+  });
+}
+
+absl::StatusOr<v1::Sweep> Controller::Admit(std::unique_ptr<Sweep> sweep,
+                                            std::vector<TrialRecord> inherited) {
   Sweep& s = table_.AddSweep(std::move(sweep));
   spdlog::info("sweep {} '{}' submitted from {}", s.rec.id, s.rec.name, s.rec.source);
   lifecycle_.Announce(s);

@@ -24,6 +24,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,9 +132,21 @@ class Controller {
   // --- controller thread only ---
   // Every verb, reading or changing, takes what the gate allowed (Allow) and acts only within
   // it: another action, sweep or trial than the gate ruled on is refused (INTERNAL).
+  //
+  // Validate and Submit ask the backend what only the cluster can say (Backend::Vet), off this
+  // thread, and answer through `reply` once it did: in this batch when the backend answered at
+  // once (they return what `reply` returned: the batch's continuation), else in a later batch
+  // (they return null). A sweep the backend refuses is not kept.
+  template <typename T>
+  using Reply = std::function<Done(absl::StatusOr<T>)>;
+  Done Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
+                Reply<v1::ValidateSweepResponse> reply);
+  // The sweep is the caller's (SweepRecord::owner).
+  Done Submit(const Allowed& allowed, const v1::SubmitSweepRequest& req, Reply<v1::Sweep> reply);
+  // The same, answered inline (tests, benchmarks): UNAVAILABLE when the backend's answer does not
+  // come at once.
   [[nodiscard]] absl::StatusOr<v1::ValidateSweepResponse> Validate(
       const Allowed& allowed, const v1::ValidateSweepRequest& req);
-  // The sweep is the caller's (SweepRecord::owner).
   [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const Allowed& allowed,
                                                  const v1::SubmitSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(const Allowed& allowed, int64_t sweep_id) const;
@@ -206,6 +219,25 @@ class Controller {
   // The completed trials of sweep `from` that lie in `spec`'s space (its parameters, a new one
   // at its default), as trials of a new sweep: COMPLETED, origin warm_start, never run.
   // INVALID_ARGUMENT when the sweeps have no parameter or objective in common.
+  // Backend::Vet for a sweep, with `then` run on this thread with the answer: inline (what it
+  // returns is returned), or in a batch of its own (null is returned).
+  Done Vetting(int64_t sweep_id, const SweepSpec& spec,
+               std::function<Done(const absl::Status&)> then);
+  // A sweep the backend accepted: it joins the table and starts.
+  absl::StatusOr<v1::Sweep> Admit(std::unique_ptr<Sweep> sweep, std::vector<TrialRecord> inherited);
+  // An inline answer of an asynchronous verb (the sync Validate and Submit).
+  template <typename T, typename Verb>
+  static absl::StatusOr<T> Inline(Verb verb) {
+    auto got = std::make_shared<std::optional<absl::StatusOr<T>>>();
+    (void)verb([got](absl::StatusOr<T> r) -> Done {
+      *got = std::move(r);
+      return nullptr;
+    });
+    if (!got->has_value()) {
+      return absl::UnavailableError("the backend answers later; call the form with a reply");
+    }
+    return std::move(**got);
+  }
   [[nodiscard]] absl::StatusOr<std::vector<TrialRecord>> WarmStartTrials(const SweepSpec& spec,
                                                                          int64_t from) const;
   // FAILED_PRECONDITION unless the sweep may still be changed (`verb`: for the message).

@@ -4,6 +4,11 @@
 
 namespace hpo::server {
 
+std::string PlacementError(const SweepSpec& spec, absl::string_view message) {
+  return absl::StrCat(spec.source, ": resources/slurm (", spec.placement.backend,
+                      " backend): ", message);
+}
+
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
                      const std::string& base_dir, backend::Backend* backend) {
   PlanResult result;
@@ -21,8 +26,7 @@ PlanResult PlanSweep(const std::string& yaml, const std::string& source,
     placement.backend = *where;
     absl::Status fits = backend->CheckFits(parsed.spec->MaxResources(), placement);
     if (!fits.ok()) {
-      result.errors.push_back(absl::StrCat(parsed.spec->source, ": resources/slurm (", *where,
-                                           " backend): ", fits.message()));
+      result.errors.push_back(PlacementError(*parsed.spec, fits.message()));
       return result;
     }
   }

@@ -3,13 +3,14 @@
 //
 // PlanSweep is the one place a sweep's YAML becomes something to run: `hpo validate`, a submit
 // and the recovery of a stored sweep all plan through it, so the spec is parsed and the sampler
-// built once per use. Thread-compatible; no I/O beyond the backend's fit check.
+// built once per use. Thread-compatible; no I/O.
 
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "algorithms/sampler.h"
 #include "algorithms/stopper.h"
 #include "backend/backend.h"
@@ -38,8 +39,13 @@ struct PlanResult {
 
 // Parses `yaml` and builds its sampler and stopper. With `backend` set, also resolves where the
 // sweep runs (its placement's backend, filled in) and checks that the sweep's largest trial fits
-// there; recovery leaves it null, since a stored sweep was checked when it was submitted.
+// there, as far as the backend knows by itself (Backend::CheckFits; what only the cluster can say
+// is Backend::Vet's); recovery leaves it null, since a stored sweep was checked when it was
+// submitted.
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
                      const std::string& base_dir, backend::Backend* backend = nullptr);
+
+// How a backend's refusal of the sweep's resources or placement reads, in PlanSweep's words.
+std::string PlacementError(const SweepSpec& spec, absl::string_view message);
 
 }  // namespace hpo::server

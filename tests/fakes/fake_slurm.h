@@ -35,11 +35,16 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::vector<Sent> signals;
 
   [[nodiscard]] absl::StatusOr<uint32_t> Submit(const slurm::JobRequest& req) override {
+    if (req.partition == "nosuch") {
+      return absl::InvalidArgumentError("Invalid partition name specified");
+    }
     uint32_t id = next_id++;
     jobs[id] = {req, {id, slurm::JobState::kPending, 0, "", req.name}};
     return id;
   }
+  int will_runs = 0;
   [[nodiscard]] absl::Status WillRun(const slurm::JobRequest& req) override {
+    ++will_runs;
     if (req.partition == "nosuch") {
       return absl::InvalidArgumentError("Invalid partition name specified");
     }
@@ -52,6 +57,12 @@ class FakeSlurm final : public slurm::SlurmApi {
     std::vector<slurm::JobStatus> out;
     for (auto& [id, j] : jobs) out.push_back(j.status);
     return out;
+  }
+  std::vector<slurm::PartitionLimits> partitions;  // what QueryPartitions answers
+  int partition_queries = 0;
+  [[nodiscard]] absl::StatusOr<std::vector<slurm::PartitionLimits>> QueryPartitions() override {
+    ++partition_queries;
+    return partitions;
   }
   [[nodiscard]] absl::Status Signal(uint32_t job_id, int signal) override {
     signals.push_back({job_id, -1, signal});

@@ -205,6 +205,9 @@ grep -q "allocation.*not available" "$WORK/err" || fail "unclear GPU error: $(ca
 sed 's/slurm: {partition: nosuch}/slurm: {allocation: {gpus_per_node: 1}}/; s/gpus: 1/gpus: 2/' "$WORK/bad.yaml" >"$WORK/bad3.yaml"
 hpo submit "$WORK/bad3.yaml" 2>"$WORK/err" && fail "a trial larger than its allocation was accepted"
 grep -q "bad3.yaml.*allocation has 1 GPU" "$WORK/err" || fail "unclear allocation error: $(cat "$WORK/err")"
+# Refused by slurmctld (the request of the sweep's first allocation): nothing of it is kept.
+[ "$(sql "SELECT COUNT(*) FROM sweeps WHERE source LIKE '%bad%'")" -eq 0 ] \
+  || fail "a refused sweep was kept: $(sql "SELECT id, source, state FROM sweeps")"
 
 # --- cancel: nothing of the sweep stays in squeue ---
 sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"

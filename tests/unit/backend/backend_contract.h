@@ -53,7 +53,7 @@ class BackendHarness {
     bool can_be_taken = true;      // the infrastructure can take a trial (Does::kIsTaken)
     bool adopts_anything = false;  // Adopt takes any trial back (external: it runs elsewhere)
     int room = 0;                  // trials of Spec's size that fit at once; 0: no bound
-    // A trial that can never run here (CheckFits refuses it), when there is one.
+    // A trial that can never run here (CheckFits or Vet refuses it), when there is one.
     std::optional<std::pair<Resources, Placement>> never_fits;
   };
   virtual Traits traits() const = 0;

@@ -74,8 +74,10 @@ class AgentTest : public ::testing::Test {
     server_.reset();
     hub_.reset();
   }
-  // A backend (again, over what `before` knew of the cluster).
-  void Open(const FakeSlurm* before = nullptr) {
+  // A backend (again, over what `before` knew of the cluster; `tweak` changes the cluster or
+  // the options first).
+  void Open(const FakeSlurm* before = nullptr,
+            const std::function<void(FakeSlurm&, SlurmBackend::Options&)>& tweak = nullptr) {
     auto fake = std::make_unique<FakeSlurm>(canceled_);
     if (before != nullptr) fake->TakeOver(*before);
     slurm_ = fake.get();
@@ -83,9 +85,11 @@ class AgentTest : public ::testing::Test {
     options.srun = dir_ + "/srun";
     options.instance = "test";
     options.query_interval = options.fast_query_interval = absl::ZeroDuration();
+    options.agent_query_interval = absl::ZeroDuration();
     options.agent.hub = hub_.get();
     options.agent.argv = {HPO_AGENT, "--silence", "3s", "--dir", dir_ + "/agents"};
     options.agent.env["HPO_ENDPOINT_FILE"] = endpoint_file_;
+    if (tweak) tweak(*slurm_, options);
     backend_ = std::make_unique<SlurmBackend>(std::move(fake), clock_, options);
     placement_.allocation.gpus_per_node = 4;
     placement_.allocation.cpus_per_node = 8;
@@ -267,6 +271,36 @@ TEST_F(AgentTest, AnAllocationHpodIsDoneWithIsEndedByItsAgentNotByACancel) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_THAT(canceled_, ::testing::Not(::testing::Contains(job)));
   EXPECT_FALSE(std::filesystem::exists(absl::StrCat(dir_, "/agents/", job, ".token")));
+}
+
+TEST_F(AgentTest, WhileItsAgentWatchesAnAllocationSlurmctldIsAskedOnlyNowAndThen) {
+  Open(nullptr, [](FakeSlurm& slurm, SlurmBackend::Options& options) {
+    PartitionLimits debug;  // the default partition, without a time limit
+    debug.name = "debug";
+    debug.is_default = true;
+    slurm.partitions = {debug};
+    options.agent_query_interval = absl::Hours(1);
+  });
+  EXPECT_EQ(slurm_->partition_queries, 1) << "read once, when the backend opens";
+  uint32_t job = Allocate();
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sh", "-c", "sleep 1"})).ok());
+  for (int i = 0; i < 500 && !hub_->InTouch(job, clock_.Now()); ++i) {
+    backend_->Poll();
+    ::usleep(10'000);
+  }
+  ASSERT_TRUE(hub_->InTouch(job, clock_.Now())) << AgentLog();
+  int asked = slurm_->queries;
+  std::optional<BackendEvent> end = WaitEnd();
+  ASSERT_TRUE(end.has_value()) << AgentLog();
+  EXPECT_EQ(end->kind, BackendEvent::Kind::kExited);
+  EXPECT_EQ(slurm_->queries, asked) << "its agent said how the step ended; slurmctld was not asked";
+  // A step that ends badly may have been ended by a preemption, which only slurmctld says: its
+  // end waits for slurmctld's next answer.
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(2, {"sh", "-c", "exit 3"})).ok());
+  end = WaitEnd();
+  ASSERT_TRUE(end.has_value()) << AgentLog();
+  EXPECT_EQ(end->exit_code, 3);
+  EXPECT_GT(slurm_->queries, asked);
 }
 
 TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {

@@ -691,15 +691,30 @@ TEST_F(SlurmCheckpointTest, JobsAreWarnedBySlurmAndTheirCheckpointedEndIsAnInter
 }
 
 TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
+  // What hpod knows itself, on the controller's thread: the trial's fit in the allocation.
   EXPECT_TRUE(backend_->CheckFits(Gpus(4), Where()).ok());
   absl::Status s = backend_->CheckFits(Gpus(5), Where());
   EXPECT_THAT(std::string(s.message()), HasSubstr("does not fit in the sweep's allocation"));
+  // What only slurmctld can say, asked off that thread (inline here: no worker in unit tests).
+  auto vet = [&](int64_t sweep_id) {
+    absl::Status got = absl::InternalError("no answer");
+    backend_->Vet(sweep_id, Gpus(1), Where(), true, [&](const absl::Status& v) { got = v; });
+    return got;
+  };
   placement_.partition = "nosuch";
-  s = backend_->CheckFits(Gpus(1), Where());
-  EXPECT_THAT(std::string(s.message()), HasSubstr("Invalid partition"));
+  EXPECT_THAT(std::string(vet(0).message()), HasSubstr("Invalid partition"));  // will_run
+  // A sweep about to start: the request of its first allocation is the check, and a refused
+  // one leaves nothing behind.
+  EXPECT_THAT(std::string(vet(5).message()), HasSubstr("Invalid partition"));
+  EXPECT_TRUE(slurm_->jobs.empty());
+  EXPECT_EQ(slurm_->will_runs, 1);
   placement_.partition.clear();
+  EXPECT_TRUE(vet(6).ok());
+  ASSERT_EQ(slurm_->jobs.size(), 1u);
+  EXPECT_EQ(slurm_->jobs.begin()->second.req.name, "hpo-alloc-test-6");
+  EXPECT_EQ(slurm_->will_runs, 1) << "a sweep that starts asks slurmctld once: its allocation";
   placement_.allocation.job = 7;
-  s = backend_->CheckFits(Gpus(1), Where());
+  s = vet(0);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("job 7 is not a pending or running job of yours"));
 }
