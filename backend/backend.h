@@ -170,6 +170,12 @@ class Backend : public Capacity {
   // SIGKILL; one not started yet never starts and exits at once. NOT_FOUND when the backend does
   // not know the trial (already ended).
   [[nodiscard]] virtual absl::Status Stop(int64_t trial_id, absl::Duration grace) = 0;
+  // Sends `signal` to a running trial at the next Act(), without stopping it (the hang
+  // watchdog's first word, so that a trainer may dump its stacks). NOT_FOUND when the backend
+  // does not run the trial; UNIMPLEMENTED where it cannot signal.
+  [[nodiscard]] virtual absl::Status SendSignal(int64_t /*trial_id*/, int /*signal*/) {
+    return absl::UnimplementedError("this backend does not signal its trials");
+  }
   // Carries out the launches and stops taken since the last call.
   virtual void Act() {}
   // Events since the last call, oldest first. Also drives the backend's own timers.

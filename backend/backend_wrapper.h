@@ -42,6 +42,9 @@ class BackendWrapper : public Backend {
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override {
     return inner_.Stop(trial_id, grace);
   }
+  [[nodiscard]] absl::Status SendSignal(int64_t trial_id, int signal) override {
+    return inner_.SendSignal(trial_id, signal);
+  }
   void Act() override { inner_.Act(); }
   std::vector<BackendEvent> Poll() override { return inner_.Poll(); }
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,

@@ -137,10 +137,24 @@ absl::Status LocalBackend::Stop(int64_t trial_id, absl::Duration grace) {
   return absl::OkStatus();
 }
 
+absl::Status LocalBackend::SendSignal(int64_t trial_id, int signal) {
+  if (!children_.count(trial_id)) {
+    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " is not running here"));
+  }
+  to_send_.emplace_back(trial_id, signal);
+  return absl::OkStatus();
+}
+
 void LocalBackend::Act() {
   std::map<int64_t, Queued> launches;
   launches.swap(queued_);
   for (auto& [trial_id, q] : launches) Start(q.spec, q.grant);
+  std::vector<std::pair<int64_t, int>> sends;
+  sends.swap(to_send_);
+  for (auto [trial_id, signal] : sends) {
+    auto it = children_.find(trial_id);
+    if (it != children_.end()) ::kill(-it->second.process.pid, signal);
+  }
   std::vector<int64_t> stops;
   stops.swap(to_signal_);
   for (int64_t trial_id : stops) {

@@ -42,6 +42,7 @@ class LocalBackend final : public Backend {
   bool CanLaunch(int64_t, const Resources& r, const Placement&) override { return pool_.Fits(r); }
   [[nodiscard]] absl::Status Launch(const LaunchSpec& spec) override;
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  [[nodiscard]] absl::Status SendSignal(int64_t trial_id, int signal) override;
   void Act() override;
   std::vector<BackendEvent> Poll() override;
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,
@@ -83,8 +84,9 @@ class LocalBackend final : public Backend {
   const Clock& clock_;
   ResourcePool pool_;
   std::map<int64_t, Child> children_;
-  std::map<int64_t, Queued> queued_;  // by trial id
-  std::vector<int64_t> to_signal_;    // stopped, to be signaled at the next Act
+  std::vector<std::pair<int64_t, int>> to_send_;  // SendSignal: trial, signal
+  std::map<int64_t, Queued> queued_;              // by trial id
+  std::vector<int64_t> to_signal_;                // stopped, to be signaled at the next Act
   std::vector<BackendEvent> events_;
   ChildWatcher watcher_;  // last: its thread stops before the rest goes
 };

@@ -95,6 +95,12 @@ absl::Status Router::Stop(int64_t trial_id, absl::Duration grace) {
   return it->second->Stop(trial_id, grace);
 }
 
+absl::Status Router::SendSignal(int64_t trial_id, int signal) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  return it->second->SendSignal(trial_id, signal);
+}
+
 int Router::FreeGpus() const {
   int n = 0;
   for (const auto& b : backends_) n += b->FreeGpus();

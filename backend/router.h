@@ -45,6 +45,7 @@ class Router final : public Backend {
   [[nodiscard]] absl::StatusOr<std::string> Resolve(const Placement& p) const override;
   [[nodiscard]] absl::Status Launch(const LaunchSpec& spec) override;
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  [[nodiscard]] absl::Status SendSignal(int64_t trial_id, int signal) override;
   void Act() override;
   std::vector<BackendEvent> Poll() override;
   [[nodiscard]] absl::Status Adopt(const LaunchSpec& spec, const std::string& backend_id,

@@ -135,6 +135,10 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
   // Trials that interruptions took and that went on from their checkpoints: which segment runs.
   bool segmented =
       std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) { return t.segment() > 1; });
+  // Trials the infrastructure (or the hang watchdog) interrupted: what did, segment by segment.
+  bool interrupted = std::any_of(trials.begin(), trials.end(), [](const v1::Trial& t) {
+    return t.interruption() != v1::INTERRUPTION_UNSPECIFIED || t.segments_size() > 0;
+  });
   // Trials whose parameters the user gave (enqueued): where each one's came from.
   bool origins = std::any_of(trials.begin(), trials.end(),
                              [](const v1::Trial& t) { return !t.origin().empty(); });
@@ -151,6 +155,7 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
     for (size_t i = 0; i < n_metrics; ++i) header.push_back(metrics[i]);
     header.push_back("runtime");
     if (segmented) header.push_back("seg");
+    if (interrupted) header.push_back("interrupted");
     if (origins) header.push_back("origin");
     if (options.where) {
       header.push_back("gpus");
@@ -181,6 +186,13 @@ std::string TrialTable(const v1::Sweep& sweep, const std::vector<v1::Trial>& tri
       row.push_back(t.has_started_at() ? hpo::HumanDuration(absl::Seconds(RuntimeSeconds(t)))
                                        : "-");
       if (segmented) row.push_back(std::to_string(t.segment()));
+      if (interrupted) {
+        std::string why = InterruptionsText(t);
+        if (t.interruption() != v1::INTERRUPTION_UNSPECIFIED) {
+          absl::StrAppend(&why, why.empty() ? "" : ";", v1::InterruptionName(t.interruption()));
+        }
+        row.push_back(why.empty() ? "-" : why);
+      }
       if (origins) row.push_back(t.origin().empty() ? "sampled" : t.origin());
       if (options.where) {
         row.push_back(t.gpus().empty() ? "-" : t.gpus());

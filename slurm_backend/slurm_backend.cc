@@ -588,6 +588,15 @@ void SlurmBackend::Act() {
       StartStep(q.spec, q.placed);
     }
   }
+  std::vector<std::pair<int64_t, int>> sends;
+  sends.swap(to_send_);
+  for (auto [trial_id, signal] : sends) {
+    if (auto it = steps_.find(trial_id); it != steps_.end()) {
+      SignalStep(it->second, signal);
+    } else if (auto job = jobs_.find(trial_id); job != jobs_.end()) {
+      SignalJob(trial_id, job->second.job_id, signal, /*or_cancel=*/false);
+    }
+  }
   std::vector<int64_t> checkpoints;
   checkpoints.swap(to_checkpoint_);
   for (int64_t trial_id : checkpoints) SignalCheckpoint(trial_id);
@@ -637,6 +646,15 @@ absl::Status SlurmBackend::Stop(int64_t trial_id, absl::Duration grace) {
   job.stop_requested = true;
   job.grace = grace;
   to_signal_.push_back(trial_id);
+  return absl::OkStatus();
+}
+
+absl::Status SlurmBackend::SendSignal(int64_t trial_id, int signal) {
+  if (!steps_.count(trial_id) && !jobs_.count(trial_id)) {
+    return absl::NotFoundError(
+        absl::StrCat("trial ", trial_id, " has no running Slurm job or step"));
+  }
+  to_send_.emplace_back(trial_id, signal);
   return absl::OkStatus();
 }
 

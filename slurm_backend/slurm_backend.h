@@ -105,6 +105,7 @@ class SlurmBackend final : public backend::Backend {
   std::string Name() const override { return "slurm"; }
   [[nodiscard]] absl::Status Launch(const backend::LaunchSpec& spec) override;
   [[nodiscard]] absl::Status Stop(int64_t trial_id, absl::Duration grace) override;
+  [[nodiscard]] absl::Status SendSignal(int64_t trial_id, int signal) override;
   void Act() override;
   std::vector<backend::BackendEvent> Poll() override;
   [[nodiscard]] absl::Status Adopt(const backend::LaunchSpec& spec, const std::string& backend_id,
@@ -317,6 +318,7 @@ class SlurmBackend final : public backend::Backend {
   absl::Time last_query_ = absl::InfinitePast();
   // When the query slurmctld last answered was asked; ask_now_: a step's end waits for its next
   // answer.
+  std::vector<std::pair<int64_t, int>> to_send_;  // SendSignal: trial, signal
   absl::Time last_answer_ = absl::InfinitePast();
   bool ask_now_ = false;
   static constexpr absl::Duration kEndAnswerWait = absl::Seconds(15);

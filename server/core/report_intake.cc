@@ -172,6 +172,7 @@ absl::Status ReportIntake::Take(Sweep& sweep, TrialRuntime& trial, const v1::Rep
     Judge(sweep, trial, step, *value, may_stop);
   }
   trial.NoteReport(report.report_id, report.step);
+  trial.pace.Note(report.time);
   trial.last_report = std::move(report);
   return absl::OkStatus();
 }

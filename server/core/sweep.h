@@ -16,6 +16,7 @@
 //
 // Controller thread only; no I/O.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -65,6 +66,34 @@ struct TrialRuntime {
     }
     return std::nullopt;
   }
+  // The pace of its reports, for the hang watchdog (TrialLifecycle::CatchHung): when the latest
+  // was made, and the intervals between the latest ones, oldest first.
+  struct Pace {
+    static constexpr size_t kGaps = 32;
+    absl::Time last = absl::InfinitePast();
+    std::deque<absl::Duration> gaps;
+    void Note(absl::Time at) {
+      if (at <= last) return;  // an older report, forwarded late
+      if (last != absl::InfinitePast()) {
+        gaps.push_back(at - last);
+        if (gaps.size() > kGaps) gaps.pop_front();
+      }
+      last = at;
+    }
+    // The median interval, or nullopt before the second report.
+    std::optional<absl::Duration> Median() const {
+      if (gaps.empty()) return std::nullopt;
+      std::vector<absl::Duration> sorted(gaps.begin(), gaps.end());
+      std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+      return sorted[sorted.size() / 2];
+    }
+  };
+  Pace pace;
+  // The last line it wrote to its standard error, read when it ended (fail-fast compares them).
+  std::string last_error_line;
+  // Since when this run of hpod watches it (a restarted hpod gives every trial its whole
+  // timeout again).
+  absl::Time watched_since = absl::InfinitePast();
   // The trial's directory (TrialFiles::Prepare): a trial launches once it is ready.
   enum class Files { kNone, kPreparing, kReady };
   Files files = Files::kNone;

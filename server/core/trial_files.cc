@@ -5,7 +5,9 @@
 #include <chrono>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "common/files.h"
+#include "common/layout.h"
 
 namespace hpo::server {
 
@@ -13,6 +15,22 @@ absl::Status PrepareTrialDir(const std::string& dir) { return MakeDirs(dir, 0755
 
 absl::StatusOr<std::vector<JournalEntry>> ReadUnsentReports(const std::string& trial_dir) {
   return ReportJournal(trial_dir).Unsent();
+}
+
+TrialFiles::JournalRead ReadTrialEnd(int64_t trial_id, const std::string& trial_dir) {
+  TrialFiles::JournalRead read;
+  read.trial_id = trial_id;
+  read.entries = ReadUnsentReports(trial_dir);
+  bool truncated = false;
+  absl::StatusOr<std::string> tail = TailFile(trial_dir + "/" + layout::kStderr, 4096, &truncated);
+  if (tail.ok()) {
+    absl::string_view text = absl::StripTrailingAsciiWhitespace(*tail);
+    size_t nl = text.rfind('\n');
+    if (nl != absl::string_view::npos && (nl > 0 || !truncated)) text.remove_prefix(nl + 1);
+    if (nl == absl::string_view::npos && truncated) text = "";  // one line longer than the tail
+    read.last_error_line = std::string(absl::StripAsciiWhitespace(text.substr(0, 500)));
+  }
+  return read;
 }
 
 absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path, int64_t max_bytes) {
@@ -136,9 +154,9 @@ void ThreadedTrialFiles::Loop() {
         continue;
       }
       if (job.journal_of != 0) {
-        absl::StatusOr<std::vector<JournalEntry>> entries = ReadUnsentReports(job.dir);
+        JournalRead read = ReadTrialEnd(job.journal_of, job.dir);
         lock.lock();
-        journals_.push_back({job.journal_of, std::move(entries)});
+        journals_.push_back(std::move(read));
         news = true;
         continue;
       }

@@ -47,6 +47,9 @@ class TrialFiles {
   struct JournalRead {
     int64_t trial_id = 0;
     absl::StatusOr<std::vector<JournalEntry>> entries;
+    // The last line the trial wrote to its standard error ("" when none): what a failure
+    // usually says, read with the journal.
+    std::string last_error_line;
   };
   using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
   using RemoveDone = std::function<void(absl::Status)>;
@@ -115,6 +118,8 @@ class ThreadedTrialFiles final : public TrialFiles {
 // The reports past the cursor of the journal in `trial_dir` (none when it has no journal).
 [[nodiscard]] absl::StatusOr<std::vector<JournalEntry>> ReadUnsentReports(
     const std::string& trial_dir);
+// What a trial left when it ended: its journal's unsent reports and its stderr's last line.
+[[nodiscard]] TrialFiles::JournalRead ReadTrialEnd(int64_t trial_id, const std::string& trial_dir);
 // Reads the end of a log; a missing file is an empty tail with `missing` set.
 [[nodiscard]] absl::StatusOr<TrialFiles::LogTail> ReadLogTail(const std::string& path,
                                                               int64_t max_bytes);

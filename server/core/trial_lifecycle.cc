@@ -36,6 +36,7 @@ void TrialLifecycle::Tick() {
   PollJournals();
   PollFiles();
   EnforceStops();
+  CatchHung();
   for (auto& [id, sweep] : table_.sweeps()) {
     if (!sweep->Final()) Schedule(*sweep);
   }

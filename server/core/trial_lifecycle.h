@@ -148,6 +148,15 @@ class TrialLifecycle {
   // An external sweep's running trials not heard from within its timeout end LOST.
   void CheckSilence(Sweep& sweep);
   void EnforceStops();
+  // The hang watchdog (SweepSpec::health), once a second: a running trial silent for longer than
+  // its timeout gets the health signal and is stopped its grace later, as LOST with the
+  // interruption `hung` (continued from its checkpoint instead, when its sweep is resumable).
+  void CatchHung();
+  void CaughtHung(Sweep& sweep, TrialRuntime& trial, absl::Duration silent, absl::Duration timeout);
+  // A hung trial stopped by the watchdog (its stop ended it): true when it goes on from its
+  // checkpoint as its next segment (instead of ending LOST, and retried).
+  bool HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at);
+  absl::Time next_hang_check_ = absl::InfinitePast();
   void FinishSweep(Sweep& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();
   void Emit(Sweep& sweep, v1::EventKind kind, const TrialRuntime* trial);

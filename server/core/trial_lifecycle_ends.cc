@@ -53,7 +53,9 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool jou
       rec.exit_code = e.exit_code;
       rec.term_signal = e.term_signal;
       if (trial->stop_requested()) {
-        EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+        if (!HungContinues(*sweep, *trial, e.time)) {
+          EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+        }
       } else if (rec.checkpoint_requested != v1::INTERRUPTION_UNSPECIFIED &&
                  MayResume(*sweep, *trial)) {
         // Told to checkpoint (recorded before the signal): however it exited, even while hpod
@@ -86,7 +88,9 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool jou
       break;
     case backend::BackendEvent::Kind::kLost:
       if (trial->stop_requested()) {
-        EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+        if (!HungContinues(*sweep, *trial, e.time)) {
+          EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);
+        }
       } else if ((e.interruption != backend::Interruption::kNone ||
                   rec.checkpoint_requested != v1::INTERRUPTION_UNSPECIFIED) &&
                  MayResume(*sweep, *trial)) {
@@ -108,7 +112,7 @@ void TrialLifecycle::PollJournals(bool now) {
   if (now) {
     for (const auto& [id, e] : journal_waits_) {
       auto [sweep, trial] = table_.FindTrial(id);
-      if (trial != nullptr) reads.push_back({id, ReadUnsentReports(trial->rec.trial_dir)});
+      if (trial != nullptr) reads.push_back(ReadTrialEnd(id, trial->rec.trial_dir));
     }
   }
   for (TrialFiles::JournalRead& read : reads) {
@@ -126,6 +130,7 @@ void TrialLifecycle::PollJournals(bool now) {
     } else if (!read.entries->empty() && late_reports_) {
       late_reports_(*sweep, *trial, *read.entries);
     }
+    trial->last_error_line = std::move(read.last_error_line);
     HandleBackendEvent(e, /*journal_read=*/true);
   }
 }

@@ -335,6 +335,58 @@ void Parser::Checkpoint(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
+void Parser::HealthSection(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "health")) return;
+  CheckKeys(node, "health", {"report_timeout", "factor", "floor", "signal", "grace"});
+  Health& h = spec.health;
+  if (const YAML::Node t = node["report_timeout"]) {
+    std::string text = t.IsScalar() ? t.Scalar() : "";
+    if (text == "auto") {
+      h.mode = Health::Mode::kAuto;
+    } else if (text == "none") {
+      h.mode = Health::Mode::kNone;
+    } else if (std::optional<absl::Duration> d = Duration(t, "health report_timeout")) {
+      if (*d < absl::Seconds(1)) {
+        Error(t, "health report_timeout must be at least 1s (or auto, or none)");
+      } else {
+        h.mode = Health::Mode::kFixed;
+        h.timeout = *d;
+      }
+    }
+  }
+  if (const YAML::Node f = node["factor"]) {
+    if (std::optional<double> v = Number(f, "health factor"); v && (*v < 2 || *v > 1000)) {
+      Error(f, "health factor must be between 2 and 1000 (times the trial's usual interval)");
+    } else if (v) {
+      h.factor = *v;
+    }
+  }
+  if (const YAML::Node f = node["floor"]) {
+    if (std::optional<absl::Duration> d = Duration(f, "health floor")) {
+      if (*d < absl::Seconds(1)) {
+        Error(f, "health floor must be at least 1s");
+      } else {
+        h.floor = *d;
+      }
+    }
+  }
+  if (const YAML::Node s = node["signal"]) {
+    std::string sig = String(s, "health signal").value_or("");
+    if (sig == "none") {
+      h.signal = 0;
+    } else if (std::optional<int> n = SignalNumber(sig); n && *n != SIGKILL) {
+      h.signal = *n;
+    } else {
+      Error(s, absl::StrCat("health signal must be a signal a trial can catch, like SIGUSR1 "
+                            "(or none), not '",
+                            sig, "'"));
+    }
+  }
+  if (const YAML::Node g = node["grace"]) {
+    if (std::optional<absl::Duration> d = Duration(g, "health grace")) h.grace = *d;
+  }
+}
+
 std::optional<int> SignalNumber(const std::string& text) {
   static const std::map<std::string, int> kSignals = {
       {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
@@ -618,7 +670,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
              "command",   "pass_params", "env",         "workdir",        "budget",
              "resources", "slurm",       "algorithm",   "early_stopping", "seed",
              "fom_regex", "stop_grace",  "stop_signal", "max_retries",    "checkpoint",
-             "backend",   "enqueue",     "warm_start",  "external"});
+             "backend",   "enqueue",     "warm_start",  "external",       "health"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -729,6 +781,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     spec.max_retries =
         static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
   if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
+  if (root["health"]) HealthSection(root["health"], spec);
   if (root["enqueue"]) Enqueue(root["enqueue"], spec);
   if (const YAML::Node& w = root["warm_start"]; w && ExpectMap(w, "warm_start")) {
     CheckKeys(w, "warm_start", {"sweep"});

@@ -71,6 +71,30 @@ struct Checkpointing {
   int max_segments = 100;  // a trial interrupted more often than this ends LOST
 };
 
+// The hang watchdog (`health:`): a running trial that has made no report for its timeout is
+// caught. It gets `signal` first (when set: a trainer may dump its stacks), is stopped `grace`
+// later, and its segment is interrupted as hung: it continues from its checkpoint when the sweep
+// is resumable, else it is retried; either way it does not count toward budget.max_failed.
+struct Health {
+  enum class Mode { kNone, kFixed, kAuto };
+  Mode mode = Mode::kAuto;
+  absl::Duration timeout = absl::ZeroDuration();  // kFixed
+  // kAuto: this many times the median interval between the trial's own reports, and never less
+  // than `floor`. A trial with fewer than two reports is not watched (its first report may come
+  // after a long setup); resources.time_limit still bounds it.
+  double factor = 10;
+  absl::Duration floor = absl::Minutes(10);
+  int signal = 0;  // 0: none, straight to the stop
+  absl::Duration grace = absl::Seconds(30);
+  // How long a trial whose reports came `median` apart (nullopt: fewer than two reports) may stay
+  // silent; nullopt: it is not watched.
+  std::optional<absl::Duration> TimeoutFor(std::optional<absl::Duration> median) const {
+    if (mode == Mode::kFixed) return timeout;
+    if (mode == Mode::kNone || !median) return std::nullopt;
+    return std::max(floor, *median * factor);
+  }
+};
+
 struct SweepSpec {
   std::string name;
   std::string source;    // file name, for messages
@@ -99,6 +123,7 @@ struct SweepSpec {
   int stop_signal = 15;  // SIGTERM; what a stopped trial gets before the grace period
   int max_retries = 2;   // retries of trials the infrastructure lost
   Checkpointing checkpoint;
+  Health health;
   // Configurations that run first (the file's `enqueue:`), in order; they count toward
   // budget.max_trials.
   std::vector<algorithms::Params> enqueue;

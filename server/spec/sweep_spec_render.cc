@@ -130,6 +130,23 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
                     " before an allocation or job ends; continued from {checkpoint_in} up to ",
                     checkpoint.max_segments, " segments");
   }
+  if (health.mode != Health::Mode::kNone) {
+    absl::StrAppend(&out, "\nhang watchdog: a trial ",
+                    health.mode == Health::Mode::kFixed
+                        ? absl::StrCat("with no report for ", absl::FormatDuration(health.timeout))
+                        : absl::StrCat("silent for ", health.factor,
+                                       "x its usual interval between reports (at least ",
+                                       absl::FormatDuration(health.floor), ")"));
+    if (health.signal != 0) {
+      const char* sig = sigabbrev_np(health.signal);
+      absl::StrAppend(&out, " gets SIG", sig != nullptr ? sig : "?", ", is stopped ",
+                      absl::FormatDuration(health.grace), " later");
+    } else {
+      absl::StrAppend(&out, " is stopped");
+    }
+    absl::StrAppend(
+        &out, checkpoint.resumable ? " and continues from its checkpoint" : " and is retried");
+  }
   const slurm::SlurmPlacement& on_slurm = slurm::SlurmOf(placement);
   if (on_slurm.mode == "steps") {
     const slurm::AllocationShape& a = on_slurm.allocation;

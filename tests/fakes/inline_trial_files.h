@@ -20,7 +20,7 @@ class InlineTrialFiles final : public server::TrialFiles {
     done(server::RemoveTrees(dirs));
   }
   void ReadJournal(int64_t trial_id, std::string trial_dir) override {
-    journals_.push_back({trial_id, server::ReadUnsentReports(trial_dir)});
+    journals_.push_back(server::ReadTrialEnd(trial_id, trial_dir));
   }
   std::vector<JournalRead> PollJournals() override {
     std::vector<JournalRead> out;

@@ -243,6 +243,35 @@ TEST(SweepSpec, SlurmSectionAndStopSignal) {
                   .empty());
 }
 
+TEST(SweepSpec, Health) {
+  // Watched by default, at the trial's own pace.
+  ParseResult r = ParseSweepSpec(kBase, "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->health.mode, Health::Mode::kAuto);
+  EXPECT_EQ(r.spec->health.TimeoutFor(std::nullopt), std::nullopt) << "fewer than two reports";
+  EXPECT_EQ(r.spec->health.TimeoutFor(absl::Seconds(10)), absl::Minutes(10)) << "the floor";
+  EXPECT_EQ(r.spec->health.TimeoutFor(absl::Minutes(5)), absl::Minutes(50));
+  r = ParseSweepSpec(
+      std::string(kBase) + "health: {report_timeout: 20m, signal: SIGUSR1, grace: 45s}\n", "s.yaml",
+      "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->health.mode, Health::Mode::kFixed);
+  EXPECT_EQ(r.spec->health.TimeoutFor(std::nullopt), absl::Minutes(20));
+  EXPECT_EQ(r.spec->health.signal, SIGUSR1);
+  EXPECT_EQ(r.spec->health.grace, absl::Seconds(45));
+  r = ParseSweepSpec(std::string(kBase) + "health: {report_timeout: none}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->health.TimeoutFor(absl::Seconds(1)), std::nullopt);
+
+  auto e = Errors(std::string(kBase) +
+                  "health: {report_timeout: soon, factor: 1, signal: KILL, stacks: yes}\n");
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_THAT(e[0], HasSubstr("5:57: unknown key 'stacks' in health"));
+  EXPECT_THAT(e[1], HasSubstr("5:26: health report_timeout: 'soon' is not a duration"));
+  EXPECT_THAT(e[2], HasSubstr("5:40: health factor must be between 2 and 1000"));
+  EXPECT_THAT(e[3], HasSubstr("5:51: health signal must be a signal a trial can catch"));
+}
+
 TEST(SweepSpec, CheckpointAndTimeLimits) {
   ParseResult r = ParseSweepSpec(std::string(kBase) +
                                      "checkpoint: {signal: USR2, grace: 90s, max_segments: 7}\n"

@@ -1,0 +1,77 @@
+// TrialLifecycle, health: the hang watchdog. A running trial that has made no report for its
+// timeout (SweepSpec::health) is caught: it gets the health signal, is stopped the health grace
+// later, and its segment is interrupted as hung.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "server/core/trial_lifecycle.h"
+#include "spdlog/spdlog.h"
+
+namespace hpo::server {
+
+void TrialLifecycle::CatchHung() {
+  absl::Time now = clock_.Now();
+  if (now < next_hang_check_) return;
+  next_hang_check_ = now + absl::Seconds(1);
+  for (auto& [id, sweep] : table_.sweeps()) {
+    const Health& health = sweep->spec().health;
+    if (sweep->Final() || health.mode == Health::Mode::kNone) continue;
+    for (auto& trial : sweep->trials()) {
+      const TrialRecord& rec = trial->rec;
+      if (rec.state != v1::TRIAL_STATE_RUNNING || trial->stop_requested()) continue;
+      if (trial->watched_since == absl::InfinitePast()) trial->watched_since = now;
+      std::optional<absl::Duration> timeout = health.TimeoutFor(trial->pace.Median());
+      if (!timeout) continue;
+      // Silent since its last report, the start of this segment, or this hpod's start,
+      // whichever came last.
+      absl::Time since =
+          std::max({trial->pace.last, rec.segment_started_at.value_or(now), trial->watched_since});
+      if (now - since >= *timeout) CaughtHung(*sweep, *trial, now - since, *timeout);
+    }
+  }
+}
+
+void TrialLifecycle::CaughtHung(Sweep& sweep, TrialRuntime& trial, absl::Duration silent,
+                                absl::Duration timeout) {
+  const Health& health = sweep.spec().health;
+  TrialRecord& rec = trial.rec;
+  std::string why = absl::StrCat("hung: no report for ",
+                                 absl::FormatDuration(absl::Trunc(silent, absl::Seconds(1))),
+                                 " (its timeout is ", absl::FormatDuration(timeout), ")");
+  // Its end is the infrastructure's kind: retried, or continued, and not counted as failed.
+  rec.interruption = v1::INTERRUPTION_HUNG;
+  rec.infra_failure = true;
+  std::optional<absl::Duration> after;
+  if (health.signal != 0) {
+    absl::Status s = backend_.SendSignal(rec.id, health.signal);
+    if (s.ok()) {
+      after = health.grace;
+    } else if (!absl::IsUnimplemented(s)) {
+      spdlog::warn("trial {}: cannot signal it: {}", rec.id, s.ToString());
+    }
+  }
+  spdlog::warn("trial {}: {}; {}", rec.id, why,
+               after ? absl::StrCat("signal ", health.signal, " now, stopped ",
+                                    absl::FormatDuration(*after), " later")
+                     : std::string("stopped now"));
+  RequestStop(sweep, trial, v1::TRIAL_STATE_LOST, why, after);
+}
+
+bool TrialLifecycle::HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at) {
+  TrialRecord& rec = trial.rec;
+  if (rec.stop_state != v1::TRIAL_STATE_LOST || rec.interruption != v1::INTERRUPTION_HUNG ||
+      !MayResume(sweep, trial)) {
+    return false;
+  }
+  std::string why = rec.stop_reason;
+  rec.stop_state = v1::TRIAL_STATE_UNSPECIFIED;
+  rec.stop_reason.clear();
+  rec.interruption = v1::INTERRUPTION_UNSPECIFIED;
+  rec.infra_failure = false;
+  trial.enforce_stop_at.reset();
+  trial.watched_since = absl::InfinitePast();
+  NextSegment(sweep, trial, v1::INTERRUPTION_HUNG, why, at);
+  return true;
+}
+
+}  // namespace hpo::server

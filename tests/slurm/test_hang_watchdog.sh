@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The hang watchdog on the throwaway cluster, in steps mode (the signal reaches the step through
+# slurmctld) and jobs mode (through the job): a trainer that stops reporting after three steps
+# and keeps running gets the health signal (it writes down its "stacks"), is stopped, ends LOST
+# as hung, and its retry completes; its sibling, which slows down by a factor of 3, is untouched.
+source "$(dirname "$0")/lib.sh"
+cluster_up 1 4 8
+start_hpod
+cat >"$WORK/train.sh" <<'SH'
+#!/bin/sh
+trap 'echo "stacks of $$" >"$HPO_TRIAL_DIR/stacks.txt"' USR1
+step=0
+report() { step=$((step + 1)); hpo report --step "$step" loss=$((100 - step)); }
+if [ "$1" = hangs ]; then
+  for i in 1 2 3; do report; sleep 0.5; done
+  if mkdir "$2/hung-once" 2>/dev/null; then
+    while :; do sleep 300 & wait $!; done  # alive, silent
+  fi
+  report
+else
+  for i in 1 2 3 4 5 6; do report; sleep 0.5; done
+  for i in 1 2 3 4 5 6; do report; sleep 1.5; done
+fi
+SH
+for mode in steps jobs; do
+  mkdir -p "$WORK/$mode"
+  cat >"$WORK/$mode.yaml" <<YAML
+name: hang-$mode
+command: "sh $WORK/train.sh {kind} $WORK/$mode"
+parameters: {kind: [hangs, slows]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 2, max_failed: 1}
+resources: {gpus: 1, cpus: 1}
+health: {report_timeout: auto, factor: 5, floor: 3s, signal: SIGUSR1, grace: 2s}
+stop_grace: 2s
+slurm:
+  mode: $mode
+  allocation: {gpus_per_node: 2, cpus_per_node: 4, max: 1}
+YAML
+done
+steps=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
+jobs=$(hpo submit "$WORK/jobs.yaml" | tail -n 1)
+for id in $steps $jobs; do
+  hpo wait "$id" --timeout 180 >/dev/null || fail "sweep $id did not complete: $(hpo trials "$id" --where)"
+  [ "$(sql "SELECT state FROM sweeps WHERE id=$id")" = SWEEP_STATE_COMPLETED ] \
+    || fail "sweep $id did not complete: $(sql "SELECT state, message FROM sweeps WHERE id=$id")"
+  hung=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST' AND interruption='INTERRUPTION_HUNG'")
+  [ -n "$hung" ] || fail "sweep $id: no trial ended LOST as hung: $(sql "SELECT id, state, interruption, message FROM trials WHERE sweep_id=$id")"
+  dir=$(sql "SELECT trial_dir FROM trials WHERE id=$hung")
+  grep -q "stacks of" "$dir/stacks.txt" 2>/dev/null || fail "sweep $id: the hung trial did not get the health signal first"
+  [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$hung AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] \
+    || fail "sweep $id: the hung trial was not retried"
+  [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%' AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] \
+    || fail "sweep $id: the trainer that slowed down was caught: $(sql "SELECT state, message FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%'")"
+  hpo trials "$id" | grep -q "hung" || fail "sweep $id: hpo trials does not show the cause"
+done
+wait_for "[ \$(jobs_left) -eq 0 ]" 60
+pass "steps and jobs mode: a hung trial gets the signal, is stopped, LOST as hung and retried; one that slowed 3x is untouched"
