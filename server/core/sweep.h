@@ -126,6 +126,16 @@ class Sweep {
   int64_t active() const { return active_; }
   int64_t preparing() const { return preparing_; }  // PENDING trials whose directory is on the way
   int64_t failed() const { return failed_; }        // FAILED by their own fault
+  // Fail-fast (health.fail_fast): how the sweep's first trials to end failed, while they all
+  // failed fast and the same way; `over` once one ended otherwise (or the rule acted).
+  struct FailFast {
+    int count = 0;
+    int exit_code = 0;
+    int term_signal = 0;
+    std::string line;
+    bool over = false;
+  };
+  FailFast fail_fast;
   const std::deque<int64_t>& pending() const { return pending_; }  // waiting to launch, in order
   const std::deque<int64_t>& retries() const { return retries_; }  // LOST, to run again
   // Trial directories asked for ahead of their trials: every number below this one.

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/layout.h"
 
@@ -24,11 +26,18 @@ TrialFiles::JournalRead ReadTrialEnd(int64_t trial_id, const std::string& trial_
   bool truncated = false;
   absl::StatusOr<std::string> tail = TailFile(trial_dir + "/" + layout::kStderr, 4096, &truncated);
   if (tail.ok()) {
-    absl::string_view text = absl::StripTrailingAsciiWhitespace(*tail);
-    size_t nl = text.rfind('\n');
-    if (nl != absl::string_view::npos && (nl > 0 || !truncated)) text.remove_prefix(nl + 1);
-    if (nl == absl::string_view::npos && truncated) text = "";  // one line longer than the tail
-    read.last_error_line = std::string(absl::StripAsciiWhitespace(text.substr(0, 500)));
+    // The trial's own last word: Slurm's lines (srun's and slurmstepd's, which follow it in a
+    // step's stderr) are not, and a first line the tail cut is not whole.
+    std::vector<absl::string_view> lines = absl::StrSplit(*tail, '\n');
+    for (size_t i = lines.size(); i-- > (truncated ? 1 : 0);) {
+      absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
+      if (line.empty() || absl::StartsWith(line, "srun: ") ||
+          absl::StartsWith(line, "slurmstepd: ")) {
+        continue;
+      }
+      read.last_error_line = std::string(line.substr(0, 500));
+      break;
+    }
   }
   return read;
 }

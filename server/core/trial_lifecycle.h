@@ -157,6 +157,9 @@ class TrialLifecycle {
   // checkpoint as its next segment (instead of ending LOST, and retried).
   bool HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at);
   absl::Time next_hang_check_ = absl::InfinitePast();
+  // Fail-fast (SweepSpec::health): a trial of `sweep` ended; pauses the sweep when its first
+  // trials to end all failed fast the same way.
+  void CheckFailFast(Sweep& sweep, const TrialRuntime& trial);
   void FinishSweep(Sweep& sweep, v1::SweepState state, const std::string& message);
   void FlushProgress();
   void Emit(Sweep& sweep, v1::EventKind kind, const TrialRuntime* trial);

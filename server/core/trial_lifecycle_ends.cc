@@ -152,6 +152,7 @@ void TrialLifecycle::EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState 
   }
   Sweep::Ended ended = sweep.TrialEnded(trial);
   SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  CheckFailFast(sweep, trial);
   if (ended.max_failed_hit && !sweep.Ending()) {
     BeginEnding(
         sweep, v1::SWEEP_STATE_FAILED,

@@ -1,10 +1,12 @@
-// TrialLifecycle, health: the hang watchdog. A running trial that has made no report for its
-// timeout (SweepSpec::health) is caught: it gets the health signal, is stopped the health grace
-// later, and its segment is interrupted as hung.
+// TrialLifecycle, health (SweepSpec::health): the hang watchdog, which catches a running trial
+// that has made no report for its timeout (it gets the health signal, is stopped the health grace
+// later, and its segment is interrupted as hung), and fail-fast, which pauses a sweep whose first
+// trials all failed at once the same way.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "server/core/trial_lifecycle.h"
+#include "server/core/usage.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
@@ -72,6 +74,44 @@ bool TrialLifecycle::HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time
   trial.watched_since = absl::InfinitePast();
   NextSegment(sweep, trial, v1::INTERRUPTION_HUNG, why, at);
   return true;
+}
+
+void TrialLifecycle::CheckFailFast(Sweep& sweep, const TrialRuntime& trial) {
+  const Health& health = sweep.spec().health;
+  Sweep::FailFast& ff = sweep.fail_fast;
+  const TrialRecord& rec = trial.rec;
+  if (ff.over || health.fail_fast <= 0) return;
+  // What says nothing of the sweep's configuration (the infrastructure's ends, a cancel) neither
+  // counts nor ends the rule.
+  if (rec.state == v1::TRIAL_STATE_LOST || rec.state == v1::TRIAL_STATE_CANCELED) return;
+  std::optional<absl::Time> start = SegmentStart(rec);
+  bool fast = rec.state == v1::TRIAL_STATE_FAILED && !rec.infra_failure && start && rec.ended_at &&
+              *rec.ended_at - *start <= health.fail_fast_within;
+  bool same =
+      ff.count == 0 || (rec.exit_code == ff.exit_code && rec.term_signal == ff.term_signal &&
+                        trial.last_error_line == ff.line);
+  if (!fast || !same) {
+    ff.over = true;
+    return;
+  }
+  if (ff.count++ == 0) {
+    ff.exit_code = rec.exit_code;
+    ff.term_signal = rec.term_signal;
+    ff.line = trial.last_error_line;
+  }
+  if (ff.count < health.fail_fast) return;
+  ff.over = true;
+  if (sweep.rec.state != v1::SWEEP_STATE_RUNNING || sweep.Ending()) return;
+  std::string how = ff.term_signal != 0 ? absl::StrCat("signal ", ff.term_signal)
+                                        : absl::StrCat("exit code ", ff.exit_code);
+  std::string message =
+      absl::StrCat("paused: its first ", ff.count, " trials all failed within ",
+                   absl::FormatDuration(health.fail_fast_within), " the same way (", how, ")",
+                   ff.line.empty() ? std::string() : absl::StrCat(": ", ff.line),
+                   "; fix the cause and resume it (hpo resume ", sweep.rec.id, ")");
+  spdlog::warn("sweep {}: {}", sweep.rec.id, message);
+  sweep.Pause(message);
+  SaveSweep(sweep);
 }
 
 }  // namespace hpo::server

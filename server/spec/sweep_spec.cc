@@ -337,7 +337,9 @@ void Parser::Checkpoint(const YAML::Node& node, SweepSpec& spec) {
 
 void Parser::HealthSection(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "health")) return;
-  CheckKeys(node, "health", {"report_timeout", "factor", "floor", "signal", "grace"});
+  CheckKeys(
+      node, "health",
+      {"report_timeout", "factor", "floor", "signal", "grace", "fail_fast", "fail_fast_within"});
   Health& h = spec.health;
   if (const YAML::Node t = node["report_timeout"]) {
     std::string text = t.IsScalar() ? t.Scalar() : "";
@@ -384,6 +386,14 @@ void Parser::HealthSection(const YAML::Node& node, SweepSpec& spec) {
   }
   if (const YAML::Node g = node["grace"]) {
     if (std::optional<absl::Duration> d = Duration(g, "health grace")) h.grace = *d;
+  }
+  if (const YAML::Node k = node["fail_fast"]) {
+    h.fail_fast = static_cast<int>(Integer(k, "health fail_fast", 0, 1000).value_or(h.fail_fast));
+  }
+  if (const YAML::Node w = node["fail_fast_within"]) {
+    if (std::optional<absl::Duration> d = Duration(w, "health fail_fast_within")) {
+      h.fail_fast_within = *d;
+    }
   }
 }
 

@@ -86,6 +86,11 @@ struct Health {
   absl::Duration floor = absl::Minutes(10);
   int signal = 0;  // 0: none, straight to the stop
   absl::Duration grace = absl::Seconds(30);
+  // Fail-fast: when the sweep's first `fail_fast` trials to end all failed within
+  // `fail_fast_within` of their start, the same way (exit code or signal, and the last line of
+  // their stderr), the sweep is paused with that line. 0: off.
+  int fail_fast = 3;
+  absl::Duration fail_fast_within = absl::Minutes(1);
   // How long a trial whose reports came `median` apart (nullopt: fewer than two reports) may stay
   // silent; nullopt: it is not watched.
   std::optional<absl::Duration> TimeoutFor(std::optional<absl::Duration> median) const {

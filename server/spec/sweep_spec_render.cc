@@ -147,6 +147,11 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
     absl::StrAppend(
         &out, checkpoint.resumable ? " and continues from its checkpoint" : " and is retried");
   }
+  if (health.fail_fast > 0) {
+    absl::StrAppend(&out, "\nfail fast: paused if its first ", health.fail_fast,
+                    " trials to end all fail within ",
+                    absl::FormatDuration(health.fail_fast_within), " the same way");
+  }
   const slurm::SlurmPlacement& on_slurm = slurm::SlurmOf(placement);
   if (on_slurm.mode == "steps") {
     const slurm::AllocationShape& a = on_slurm.allocation;

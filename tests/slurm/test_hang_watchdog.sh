@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The hang watchdog on the throwaway cluster, in steps mode (the signal reaches the step through
+# The hang watchdog and fail-fast on the throwaway cluster, in steps mode (the signal reaches the step through
 # slurmctld) and jobs mode (through the job): a trainer that stops reporting after three steps
 # and keeps running gets the health signal (it writes down its "stacks"), is stopped, ends LOST
 # as hung, and its retry completes; its sibling, which slows down by a factor of 3, is untouched.
+# Then a steps-mode sweep with a typo in its command is paused after its first 3 trials, with the
+# line their stderr ends with.
 source "$(dirname "$0")/lib.sh"
 cluster_up 1 4 8
 start_hpod
@@ -57,3 +59,22 @@ for id in $steps $jobs; do
 done
 wait_for "[ \$(jobs_left) -eq 0 ]" 60
 pass "steps and jobs mode: a hung trial gets the signal, is stopped, LOST as hung and retried; one that slowed 3x is untouched"
+
+cat >"$WORK/typo.yaml" <<YAML
+name: typo
+command: "sh $WORK/trian.sh {x}"
+parameters: {x: [1, 2, 3, 4, 5, 6, 7, 8]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 1, max_failed: 8}
+resources: {gpus: 1, cpus: 1}
+slurm: {allocation: {gpus_per_node: 2, cpus_per_node: 4, max: 1}}
+YAML
+id=$(hpo submit "$WORK/typo.yaml" | tail -n 1)
+wait_for "[ \"\$(sql \"SELECT state FROM sweeps WHERE id=$id\")\" = SWEEP_STATE_PAUSED ]" 60
+sql "SELECT message FROM sweeps WHERE id=$id" | grep -q "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
+  || fail "unclear pause: $(sql "SELECT message FROM sweeps WHERE id=$id")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 3 ] || fail "trials started after the pause"
+hpo cancel "$id" >/dev/null
+wait_for "[ \$(jobs_left) -eq 0 ]" 60
+pass "a typo pauses a steps-mode sweep after 3 trials, with its error line"

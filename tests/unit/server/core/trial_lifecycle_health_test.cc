@@ -84,5 +84,43 @@ TEST_F(LifecycleHealthTest, AResumableSweepContinuesAHungTrialFromItsCheckpoint)
   EXPECT_EQ(trial.rec.state, v1::TRIAL_STATE_RUNNING) << "its next segment runs";
 }
 
+TEST_F(LifecycleHealthTest, ASweepWhoseFirstTrialsAllFailAtOnceTheSameWayIsPaused) {
+  script_ = [](const backend::LaunchSpec&) {
+    backend::SimulatedFate f;
+    f.run_time = absl::Seconds(2);
+    f.exit_code = 127;
+    return f;
+  };
+  Sweep& sweep = AddSweep(Cycling(10), 10, 1);
+  RunUntilEnded(sweep, absl::Seconds(30));
+  EXPECT_EQ(sweep.rec.state, v1::SWEEP_STATE_PAUSED);
+  EXPECT_THAT(sweep.rec.message, ::testing::HasSubstr("its first 3 trials all failed within 1m "
+                                                      "the same way (exit code 127)"));
+  EXPECT_EQ(Count(sweep, v1::TRIAL_STATE_FAILED), 3) << "no fourth copy of the mistake";
+}
+
+TEST_F(LifecycleHealthTest, FailuresThatDifferOrTakeTimeDoNotPauseTheSweep) {
+  int n = 0;
+  script_ = [&n](const backend::LaunchSpec&) {
+    backend::SimulatedFate f;
+    f.run_time = absl::Seconds(2);
+    f.exit_code = ++n % 2 == 0 ? 1 : 2;  // not the same way
+    return f;
+  };
+  Sweep& differ = AddSweep(Cycling(4), 4, 1);
+  RunUntilEnded(differ, absl::Seconds(30));
+  EXPECT_EQ(differ.rec.state, v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Count(differ, v1::TRIAL_STATE_FAILED), 4);
+  script_ = [](const backend::LaunchSpec&) {
+    backend::SimulatedFate f;
+    f.run_time = absl::Minutes(2);  // not at once: each trained a while
+    f.exit_code = 1;
+    return f;
+  };
+  Sweep& slow = AddSweep(Cycling(4), 4, 1);
+  RunUntilEnded(slow, absl::Minutes(10));
+  EXPECT_EQ(slow.rec.state, v1::SWEEP_STATE_COMPLETED);
+}
+
 }  // namespace
 }  // namespace hpo::server

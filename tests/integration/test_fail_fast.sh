@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fail-fast on the local backend: a sweep with a typo in its command is paused once its first 3
+# trials failed at once the same way, with the line the failure printed, instead of launching
+# max_failed copies of the mistake; resumed after the fix... of nothing, it pauses no more (the
+# rule looks at the first trials only). A sweep whose trials fail in different ways runs on.
+source "$(dirname "$0")/lib.sh"
+hpo daemon start --cpus 2 >/dev/null
+cat >"$WORK/typo.yaml" <<YAML
+name: typo
+command: "sh $WORK/trian.sh {x}"
+parameters: {x: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 1, max_failed: 8}
+YAML
+hpo validate "$WORK/typo.yaml" | grep -q "fail fast: paused if its first 3 trials to end all fail within 1m the same way" \
+  || fail "validate does not describe fail-fast: $(hpo validate "$WORK/typo.yaml")"
+id=$(hpo submit "$WORK/typo.yaml" | tail -n 1)
+wait_for "[ \"\$(sql \"SELECT state FROM sweeps WHERE id=$id\")\" = SWEEP_STATE_PAUSED ]" 30
+msg=$(sql "SELECT message FROM sweeps WHERE id=$id")
+echo "$msg" | grep -q "its first 3 trials all failed within 1m the same way (exit code 127): sh: 0: cannot open $WORK/trian.sh" \
+  || echo "$msg" | grep -q "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
+  || fail "unclear pause: $msg"
+hpo show "$id" | grep -q "trian.sh" || fail "hpo show does not say why: $(hpo show "$id")"
+sleep 2
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 3 ] || fail "trials started after the pause"
+pass "a typo pauses the sweep after 3 trials, with its error line"
+
+cat >"$WORK/differ.yaml" <<YAML
+name: differ
+command: "echo 'failure {x}' >&2; exit {x}"
+parameters: {x: [1, 2, 3, 4]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 1, max_failed: 8}
+YAML
+id=$(hpo submit "$WORK/differ.yaml" | tail -n 1)
+hpo wait "$id" --timeout 60 >/dev/null || true
+[ "$(sql "SELECT state FROM sweeps WHERE id=$id")" = SWEEP_STATE_COMPLETED ] \
+  || fail "failures that differ paused or failed the sweep: $(sql "SELECT state, message FROM sweeps WHERE id=$id")"
+pass "trials that fail in different ways run on"
