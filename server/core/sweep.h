@@ -91,6 +91,7 @@ struct TrialRuntime {
   Pace pace;
   // The last line it wrote to its standard error, read when it ended (fail-fast compares them).
   std::string last_error_line;
+  std::string error_tail;  // the end of its stderr, until its end is recorded
   // Since when this run of hpod watches it (a restarted hpod gives every trial its whole
   // timeout again).
   absl::Time watched_since = absl::InfinitePast();

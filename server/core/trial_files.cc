@@ -26,6 +26,7 @@ TrialFiles::JournalRead ReadTrialEnd(int64_t trial_id, const std::string& trial_
   bool truncated = false;
   absl::StatusOr<std::string> tail = TailFile(trial_dir + "/" + layout::kStderr, 4096, &truncated);
   if (tail.ok()) {
+    read.error_tail = *tail;
     // The trial's own last word: Slurm's lines (srun's and slurmstepd's, which follow it in a
     // step's stderr) are not, and a first line the tail cut is not whole.
     std::vector<absl::string_view> lines = absl::StrSplit(*tail, '\n');

@@ -157,6 +157,10 @@ class TrialLifecycle {
   // checkpoint as its next segment (instead of ending LOST, and retried).
   bool HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at);
   absl::Time next_hang_check_ = absl::InfinitePast();
+  // Trial `trial` failed in a way a failures rule (`rule`, described) says is the
+  // infrastructure's: it continues from its checkpoint when it may, else it ends LOST (retried).
+  void InfrastructureFailed(Sweep& sweep, TrialRuntime& trial, const std::string& rule,
+                            absl::Time at);
   // Fail-fast (SweepSpec::health): a trial of `sweep` ended; pauses the sweep when its first
   // trials to end all failed fast the same way.
   void CheckFailFast(Sweep& sweep, const TrialRuntime& trial);

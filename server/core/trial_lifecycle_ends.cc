@@ -66,11 +66,15 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool jou
             e.time);
       } else if (e.exit_code == 0) {
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_COMPLETED, "exited 0");
+      } else if (std::optional<std::string> rule = sweep->spec().InfrastructureFailure(
+                     e.exit_code, e.term_signal, trial->error_tail)) {
+        InfrastructureFailed(*sweep, *trial, *rule, e.time);
       } else {
         std::string why =
             !e.message.empty() ? e.message : absl::StrCat("exited with code ", e.exit_code);
         EndTrial(*sweep, *trial, v1::TRIAL_STATE_FAILED, why);
       }
+      std::string().swap(trial->error_tail);
       break;
     }
     case backend::BackendEvent::Kind::kLaunchFailed:
@@ -131,6 +135,7 @@ void TrialLifecycle::PollJournals(bool now) {
       late_reports_(*sweep, *trial, *read.entries);
     }
     trial->last_error_line = std::move(read.last_error_line);
+    trial->error_tail = std::move(read.error_tail);
     HandleBackendEvent(e, /*journal_read=*/true);
   }
 }

@@ -1,7 +1,8 @@
 // TrialLifecycle, health (SweepSpec::health): the hang watchdog, which catches a running trial
 // that has made no report for its timeout (it gets the health signal, is stopped the health grace
 // later, and its segment is interrupted as hung), and fail-fast, which pauses a sweep whose first
-// trials all failed at once the same way.
+// trials all failed at once the same way; and the failures rules, which tell the
+// infrastructure's failures from the configuration's.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +75,23 @@ bool TrialLifecycle::HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time
   trial.watched_since = absl::InfinitePast();
   NextSegment(sweep, trial, v1::INTERRUPTION_HUNG, why, at);
   return true;
+}
+
+void TrialLifecycle::InfrastructureFailed(Sweep& sweep, TrialRuntime& trial,
+                                          const std::string& rule, absl::Time at) {
+  TrialRecord& rec = trial.rec;
+  std::string why = absl::StrCat(
+      "the infrastructure failed it (", rule, ")",
+      rec.backend_id.empty() ? std::string() : absl::StrCat(" on ", rec.backend_id),
+      trial.last_error_line.empty() ? std::string() : absl::StrCat(": ", trial.last_error_line));
+  spdlog::warn("trial {}: {}", rec.id, why);
+  if (MayResume(sweep, trial)) {
+    NextSegment(sweep, trial, v1::INTERRUPTION_NODE_FAILURE, why, at);
+    return;
+  }
+  rec.infra_failure = true;
+  rec.interruption = v1::INTERRUPTION_NODE_FAILURE;
+  EndTrial(sweep, trial, v1::TRIAL_STATE_LOST, why);
 }
 
 void TrialLifecycle::CheckFailFast(Sweep& sweep, const TrialRuntime& trial) {

@@ -100,6 +100,24 @@ struct Health {
   }
 };
 
+// Which ends of a trial are the infrastructure's rather than the configuration's (`failures:`):
+// a trial that exits non-zero and matches a rule is LOST (retried elsewhere, or continued from
+// its checkpoint) instead of FAILED, and does not count toward budget.max_failed.
+struct FailureRule {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string stderr_pattern;  // a regular expression (ECMAScript) searched in its stderr's end
+  std::string Describe() const;
+};
+struct FailureRules {
+  // Read before `rules`: the ends of a GPU or its fabric going bad (DefaultInfrastructureRules).
+  bool defaults = true;
+  std::vector<FailureRule> rules;
+};
+// The built-in rules: an uncorrectable ECC error, a GPU fallen off the bus, NCCL's system and
+// remote errors, CUDA's device-unavailable and unknown errors.
+const std::vector<FailureRule>& DefaultInfrastructureRules();
+
 struct SweepSpec {
   std::string name;
   std::string source;    // file name, for messages
@@ -129,6 +147,11 @@ struct SweepSpec {
   int max_retries = 2;   // retries of trials the infrastructure lost
   Checkpointing checkpoint;
   Health health;
+  FailureRules failures;
+  // The rule a trial that exited with `exit_code` / `term_signal` and wrote `stderr_tail` last
+  // matches (its Describe()), or nullopt: a failure of the configuration.
+  std::optional<std::string> InfrastructureFailure(int exit_code, int term_signal,
+                                                   const std::string& stderr_tail) const;
   // Configurations that run first (the file's `enqueue:`), in order; they count toward
   // budget.max_trials.
   std::vector<algorithms::Params> enqueue;

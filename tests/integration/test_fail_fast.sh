@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Fail-fast on the local backend: a sweep with a typo in its command is paused once its first 3
-# trials failed at once the same way, with the line the failure printed, instead of launching
-# max_failed copies of the mistake; resumed after the fix... of nothing, it pauses no more (the
-# rule looks at the first trials only). A sweep whose trials fail in different ways runs on.
+# Failures told apart, on the local backend. A sweep with a typo in its command is paused once
+# its first 3 trials failed at once the same way, with the line the failure printed, instead of
+# launching max_failed copies of the mistake; a sweep whose trials fail in different ways runs
+# on. A trial that fails with a GPU's uncorrectable ECC error is the infrastructure's failure:
+# LOST (node_failure) and retried, not FAILED, and not counted toward max_failed.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 2 >/dev/null
 cat >"$WORK/typo.yaml" <<YAML
@@ -39,3 +40,22 @@ hpo wait "$id" --timeout 60 >/dev/null || true
 [ "$(sql "SELECT state FROM sweeps WHERE id=$id")" = SWEEP_STATE_COMPLETED ] \
   || fail "failures that differ paused or failed the sweep: $(sql "SELECT state, message FROM sweeps WHERE id=$id")"
 pass "trials that fail in different ways run on"
+
+cat >"$WORK/ecc.yaml" <<YAML
+name: ecc
+command: "if mkdir $WORK/ecc-once 2>/dev/null; then hpo report --step 1 loss=5; echo 'CUDA error: uncorrectable ECC error encountered' >&2; exit 1; fi; hpo report --step 1 loss={x}"
+parameters: {x: [1, 2]}
+objective: {metric: loss, direction: minimize}
+algorithm: grid
+budget: {max_concurrent: 1, max_failed: 1}
+YAML
+id=$(hpo submit "$WORK/ecc.yaml" | tail -n 1)
+hpo wait "$id" --timeout 60 >/dev/null || true
+[ "$(sql "SELECT state FROM sweeps WHERE id=$id")" = SWEEP_STATE_COMPLETED ] \
+  || fail "an ECC error counted against the sweep: $(sql "SELECT state, message FROM sweeps WHERE id=$id")"
+lost=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST' AND interruption='INTERRUPTION_NODE_FAILURE'")
+[ -n "$lost" ] || fail "the ECC failure is not the infrastructure's: $(sql "SELECT state, interruption, message FROM trials WHERE sweep_id=$id")"
+sql "SELECT message FROM trials WHERE id=$lost" | grep -q "the infrastructure failed it (stderr /uncorrectable ECC error/).*: CUDA error: uncorrectable ECC error encountered" \
+  || fail "unclear: $(sql "SELECT message FROM trials WHERE id=$lost")"
+[ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$lost AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the trial the ECC error took was not retried"
+pass "an uncorrectable ECC error is the infrastructure's: LOST and retried, not FAILED"

@@ -32,14 +32,14 @@ parameters: {kind: [hangs, slows]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
 budget: {max_concurrent: 2, max_failed: 1}
-health: {report_timeout: auto, factor: 5, floor: 1s, signal: SIGUSR1, grace: 1s}
+health: {report_timeout: auto, factor: 5, floor: 1s, signal: SIGUSR1, grace: 3s}
 stop_grace: 1s
 ${2:-}
 YAML
 }
 mkdir -p "$WORK/retried" "$WORK/resumed"
 sweep retried >"$WORK/retried.yaml"
-hpo validate "$WORK/retried.yaml" | grep -q "hang watchdog: a trial silent for 5x its usual interval between reports (at least 1s) gets SIGUSR1, is stopped 1s later and is retried" \
+hpo validate "$WORK/retried.yaml" | grep -q "hang watchdog: a trial silent for 5x its usual interval between reports (at least 1s) gets SIGUSR1, is stopped 3s later and is retried" \
   || fail "validate does not describe the watchdog: $(hpo validate "$WORK/retried.yaml")"
 id=$(hpo submit "$WORK/retried.yaml" | tail -n 1)
 hpo wait "$id" --timeout 90 >/dev/null || fail "sweep $id did not complete: $(hpo trials "$id" --where)"
