@@ -11,8 +11,11 @@
 // started, followed by " segment K" ($HPO_SEGMENT, when above 1). Then it ends the way COMMAND
 // did (the same exit code, or the same signal), so its parent sees no difference.
 // Signals sent to the process group reach COMMAND as usual; the shim itself survives every one it
-// can catch, so that it can record the outcome. Only libc is used: it starts in well under a
-// millisecond.
+// can catch, so that it can record the outcome. When COMMAND's first process dies of a signal
+// that came to the whole group (a stop, checkpoint or health signal from hpod), the shim ends only
+// once the rest of the group has: `/bin/sh -c "python train.py"` loses its shell to the signal
+// at once, while python is still writing its checkpoint or its stacks. Only libc is used: it
+// starts in well under a millisecond.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -32,7 +35,42 @@
 
 namespace {
 
-void Ignore(int) {}
+volatile sig_atomic_t g_received = 0;  // the last signal that came to the shim (and its group)
+
+void Note(int sig) { g_received = sig; }
+
+// Whether a process other than the shim, and not a zombie, is in the shim's process group.
+bool GroupHasOthers() {
+  const pid_t self = ::getpid(), group = ::getpgrp();
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return false;
+  bool found = false;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || pid == self) continue;
+    char path[64], buf[512];
+    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "pid (comm) state ppid pgrp ...": comm may hold anything, so parse after its last ')'.
+    const char* rest = std::strrchr(buf, ')');
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (rest == nullptr || std::sscanf(rest + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
+      continue;
+    if (pgrp == group && state != 'Z' && state != 'X') {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
 
 bool WriteAll(int fd, const std::string& s) {
   size_t off = 0;
@@ -84,7 +122,7 @@ int main(int argc, char** argv) {
   // starts the shim with these signals blocked (Spawn), so one sent before now is pending, and
   // is passed on to the command once it is forked.
   struct sigaction sa {};
-  sa.sa_handler = Ignore;
+  sa.sa_handler = Note;
   sigemptyset(&sa.sa_mask);
   for (int sig : hpo::backend::kShimSignals) ::sigaction(sig, &sa, nullptr);
   sigset_t held, none;
@@ -159,6 +197,11 @@ int main(int argc, char** argv) {
   }
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
+    // The signal came to the group: what the first process ran got it too, and is given the time
+    // it takes (hpod ends the group when the signal's grace is over).
+    if (sig == g_received) {
+      while (GroupHasOthers()) ::usleep(100 * 1000);
+    }
     WriteSmallFile(dir.shim_exit(), "signal " + std::to_string(sig) + segment + "\n");
     // End by the same signal; the command already dumped core if it was going to.
     struct rlimit no_core {

@@ -79,8 +79,10 @@ absl::StatusOr<v1::Sweep> FollowUntilEnded(std::unique_ptr<client::Client>& c, i
         left);
     if (s.ok()) {  // the stream ends when the sweep does
       absl::StatusOr<v1::Sweep> sweep = c->GetSweep(sweep_id);
-      if (!sweep.ok() || v1::IsFinal(sweep->state())) return sweep;
-      continue;
+      if (sweep.ok() && !v1::IsFinal(sweep->state())) continue;
+      // A daemon that stops right after the sweep ended may not answer; ask the next one.
+      if (sweep.ok() || !absl::IsUnavailable(sweep.status())) return sweep;
+      s = sweep.status();
     }
     if (absl::IsDeadlineExceeded(s)) {
       return absl::DeadlineExceededError(absl::StrCat("sweep ", sweep_id, " has not ended yet"));

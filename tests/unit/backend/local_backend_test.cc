@@ -148,6 +148,24 @@ TEST_F(LocalBackendTest, StopSendsTheTrialsOwnSignal) {
   EXPECT_NE(text.str().find("got-usr1"), std::string::npos);
 }
 
+// A command given as one line runs under /bin/sh, which dies of a checkpoint signal at once; the
+// trial ends only once what the shell ran has finished writing its checkpoint.
+TEST_F(LocalBackendTest, AShellThatDiesOfTheSignalLeavesItsCommandTheGrace) {
+  LocalBackend b(Opts(0, 4), clock_);
+  const std::string saved = dir_ + "/saved";
+  LaunchSpec spec = Spec(1, {"sh", "-c",
+                             "sh -c \"trap 'sleep 0.3; echo yes > " + saved +
+                                 "; exit 0' USR2; while true; do sleep 0.05; done\""});
+  spec.stop_signal = SIGUSR2;
+  ASSERT_TRUE(fakes::LaunchNow(b, spec).ok());
+  ::usleep(300'000);
+  ASSERT_TRUE(fakes::StopNow(b, 1, absl::Seconds(10)).ok());
+  auto exits = WaitExits(b, 1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].term_signal, SIGUSR2);  // the outer shell's end
+  EXPECT_TRUE(ReadFile(saved).ok()) << "the checkpoint was cut short";
+}
+
 // A stop sent the instant a trial is spawned, before its shim could set itself up, still ends
 // the command and leaves the shim's record of it (a restarted daemon relies on that record).
 TEST_F(LocalBackendTest, AStopTheInstantATrialStartsIsRecorded) {
