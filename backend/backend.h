@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,12 @@ class Backend : public Capacity {
   virtual void SweepEnded(int64_t /*sweep_id*/) {}
   // A sweep that ended launches again (`hpo extend`): it may hold room again.
   virtual void SweepReopened(int64_t /*sweep_id*/) {}
+  // The nodes a trial with backend id `backend_id` ran on, by name; empty where the backend
+  // has no nodes to tell apart (a local process, a simulation).
+  virtual std::vector<std::string> NodesOf(const std::string& /*backend_id*/) const { return {}; }
+  // The sweep's quarantined nodes, all of them each time (SweepSpec failures): none of its later
+  // trials runs there, nor does any allocation or job requested for it.
+  virtual void ExcludeNodes(int64_t /*sweep_id*/, const std::set<std::string>& /*nodes*/) {}
   // `wake` (thread-safe, cheap) is called from any thread when something happened that the next
   // Poll would report, so the controller can poll at once instead of at its next tick.
   virtual void SetWakeup(std::function<void()> /*wake*/) {}

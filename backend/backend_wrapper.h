@@ -60,6 +60,12 @@ class BackendWrapper : public Backend {
   void Detach() override { inner_.Detach(); }
   void SweepEnded(int64_t sweep_id) override { inner_.SweepEnded(sweep_id); }
   void SweepReopened(int64_t sweep_id) override { inner_.SweepReopened(sweep_id); }
+  std::vector<std::string> NodesOf(const std::string& backend_id) const override {
+    return inner_.NodesOf(backend_id);
+  }
+  void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override {
+    inner_.ExcludeNodes(sweep_id, nodes);
+  }
   void SetWakeup(std::function<void()> wake) override { inner_.SetWakeup(std::move(wake)); }
 
  private:

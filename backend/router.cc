@@ -166,6 +166,17 @@ void Router::SweepReopened(int64_t sweep_id) {
   for (const auto& b : backends_) b->SweepReopened(sweep_id);
 }
 
+std::vector<std::string> Router::NodesOf(const std::string& backend_id) const {
+  for (const auto& b : backends_) {
+    if (absl::StartsWith(backend_id, b->Name() + ":")) return b->NodesOf(backend_id);
+  }
+  return {};
+}
+
+void Router::ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) {
+  for (const auto& b : backends_) b->ExcludeNodes(sweep_id, nodes);
+}
+
 void Router::SetWakeup(std::function<void()> wake) {
   for (const auto& b : backends_) b->SetWakeup(wake);
 }

@@ -56,6 +56,9 @@ class Router final : public Backend {
   void Detach() override;
   void SweepEnded(int64_t sweep_id) override;
   void SweepReopened(int64_t sweep_id) override;
+  // To the backend its id names.
+  std::vector<std::string> NodesOf(const std::string& backend_id) const override;
+  void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override;
   void SetWakeup(std::function<void()> wake) override;
 
   // The backend named so, or null when it is not there.

@@ -209,6 +209,12 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
   req.set_sweep_id(sweep_id);
   HPO_UNARY(ResumeSweep, req, resp.sweep())
 }
+absl::StatusOr<v1::Sweep> Client::AllowNode(int64_t sweep_id, const std::string& node) {
+  v1::AllowNodeRequest req;
+  req.set_sweep_id(sweep_id);
+  req.set_node(node);
+  HPO_UNARY(AllowNode, req, resp.sweep())
+}
 // A change sent with a key of its own (request_id) and sent again, with the same key, while hpod
 // is unreachable or its answer is late: hpod applies it once, however many times it arrived.
 template <typename Request, typename Send>

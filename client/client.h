@@ -42,6 +42,7 @@ class Client {
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(int64_t sweep_id);
+  [[nodiscard]] absl::StatusOr<v1::Sweep> AllowNode(int64_t sweep_id, const std::string& node);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Extend(const v1::ExtendSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Enqueue(const v1::EnqueueRequest& req);
   [[nodiscard]] absl::StatusOr<v1::AskResponse> Ask(int64_t sweep_id);

@@ -339,6 +339,32 @@ std::string GpuHoursText(const v1::Sweep& sweep) {
   return out;
 }
 
+std::string QuarantineText(const v1::Sweep& sweep) {
+  std::vector<std::string> parts;
+  for (const v1::NodeHealth& n : sweep.nodes()) {
+    if (n.quarantined()) {
+      parts.push_back(absl::StrCat(n.node(), " (", n.failures(), " infrastructure failure(s))"));
+    }
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("quarantined nodes: ", absl::StrJoin(parts, ", "), "; hpo nodes ", sweep.id(),
+                      " --allow NODE lets one back in");
+}
+
+std::string NodesTable(const v1::Sweep& sweep) {
+  if (sweep.nodes().empty()) {
+    return absl::StrCat("sweep ", sweep.id(), ": no infrastructure failure on any node\n");
+  }
+  std::string out =
+      absl::StrFormat("%-20s %-12s %-8s %s\n", "node", "state", "failures", "last failure");
+  for (const v1::NodeHealth& n : sweep.nodes()) {
+    absl::StrAppend(&out, absl::StrFormat("%-20s %-12s %-8d %s\n", n.node(),
+                                          n.quarantined() ? "quarantined" : "in use", n.failures(),
+                                          n.last_failure()));
+  }
+  return out;
+}
+
 std::string SweepLine(const v1::Sweep& sweep) {
   std::vector<std::string> parts;
   for (const auto& [state, n] : sweep.trial_counts()) parts.push_back(absl::StrCat(state, " ", n));

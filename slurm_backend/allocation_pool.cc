@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/shell_quote.h"
 #include "common/token.h"
@@ -92,15 +93,49 @@ std::string AllocationPool::Name(int64_t sweep_id) const {
   return absl::StrCat("hpo-alloc-", instance_, "-", sweep_id);
 }
 
+bool AllocationPool::Excluded(int64_t sweep_id, const std::string& node) const {
+  auto it = excluded_.find(sweep_id);
+  return it != excluded_.end() && it->second.count(node) > 0;
+}
+
+void AllocationPool::Exclude(int64_t sweep_id, std::set<std::string> nodes) {
+  if (nodes.empty()) {
+    excluded_.erase(sweep_id);
+  } else {
+    excluded_[sweep_id] = std::move(nodes);
+  }
+  for (auto& [job_id, a] : allocs_) {
+    if (a.sweep_id != sweep_id) continue;
+    if (a.quarantined && !excluded_.count(sweep_id)) {
+      a.quarantined = a.ending = false;  // let back in
+    }
+    CheckQuarantined(a);
+  }
+}
+
+void AllocationPool::CheckQuarantined(Allocation& a) {
+  if (!a.running || a.gone || a.quarantined || a.nodes.empty()) return;
+  for (const std::string& node : a.nodes) {
+    if (!Excluded(a.sweep_id, node)) return;
+  }
+  a.quarantined = true;
+  if (a.external) return;  // the user's own: nothing to replace it with
+  a.ending = true;
+  spdlog::warn("sweep {}: every node of allocation {} is quarantined; it is replaced", a.sweep_id,
+               a.job_id);
+}
+
 std::optional<std::vector<int>> AllocationPool::PickNodes(const Allocation& a, const Resources& r,
-                                                          absl::Time now) {
+                                                          absl::Time now) const {
   if (!a.running || a.gone || a.preempted_at != absl::InfinitePast()) return std::nullopt;
   if (r.needs > absl::ZeroDuration() && (!a.times_known || a.ends_at - now < r.needs)) {
     return std::nullopt;
   }
   std::vector<int> fit;
   for (int i = 0; i < static_cast<int>(a.room.size()); ++i) {
-    if (a.room[static_cast<size_t>(i)].Fits(r)) fit.push_back(i);
+    if (a.room[static_cast<size_t>(i)].Fits(r) && !Excluded(a.sweep_id, a.nodes[size_t(i)])) {
+      fit.push_back(i);
+    }
   }
   if (static_cast<int>(fit.size()) < r.nodes) return std::nullopt;
   // Best fit: the nodes with the fewest GPUs (then CPUs) left, so that large holes stay whole.
@@ -246,6 +281,7 @@ void AllocationPool::Runs(Allocation& a, const std::string& nodelist, const JobS
   OpenUsage(a, st);
   spdlog::info("sweep {}: allocation {} runs on {}{}", a.sweep_id, a.job_id, nodelist,
                st == nullptr ? " (its agent called)" : "");
+  CheckQuarantined(a);
 }
 
 bool AllocationPool::AgentCalled(uint32_t job_id, const std::string& nodelist) {
@@ -496,6 +532,9 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
   // The request goes to slurmctld off this thread; the allocation joins the pool when it answers.
   std::string token = agent_.hub != nullptr ? NewToken() : "";
   JobRequest request = AllocationRequest(Name(sweep_id), sweep_id, placement, agent_, token);
+  if (auto ex = excluded_.find(sweep_id); ex != excluded_.end()) {
+    request.exclude = absl::StrJoin(ex->second, ",");
+  }
   int max = SlurmOf(placement).allocation.max;
   submitting_.insert(sweep_id);
   calls_.Post([this, api = &api_, hub = agent_.hub, request = std::move(request), token,
@@ -607,7 +646,9 @@ bool AllocationPool::Resize() {
     auto next = std::next(it);
     Allocation& a = it->second;
     if (a.steps == 0 && !a.gone) {
-      if (moving.count(a.sweep_id) && !a.ending) {
+      if (a.quarantined && !a.external) {
+        Erase(it, "every node of it is quarantined");
+      } else if (moving.count(a.sweep_id) && !a.ending) {
         a.since = now;  // the replacement waits for the trials of the ending one
       } else if (demand_.count(a.sweep_id) && a.running && a.ending) {
         Erase(it, "too little time left for the sweep's waiting trials");

@@ -140,6 +140,10 @@ class AllocationPool {
   void SweepEnded(int64_t sweep_id);
   // It launches again: it may grow allocations again.
   void SweepReopened(int64_t sweep_id) { ended_sweeps_.erase(sweep_id); }
+  // The sweep's quarantined nodes (all of them): its later steps go elsewhere, its later
+  // allocations are requested without them, and one of its allocations whose every node is
+  // quarantined counts no more (it is replaced when trials wait, and released once idle).
+  void Exclude(int64_t sweep_id, std::set<std::string> nodes);
   // The daemon leaves its allocations to the next start: forget them without canceling.
   void Detach();
 
@@ -199,13 +203,18 @@ class AllocationPool {
     bool times_known = false;  // slurmctld said it runs (not only its agent): ends_at is known
     absl::Time preempted_at = absl::InfinitePast();  // preemption began (GraceTime runs)
     bool ending = false;             // its replacement was asked for (see above); it counts no more
+    bool quarantined = false;        // every node of it is (Exclude): it counts no more
     backend::AllocationUsage usage;  // what it costs; id empty until it runs
   };
 
   // The nodes of `a` where a step with `r` fits now (best fit) and has the time it needs, or
   // nullopt.
-  static std::optional<std::vector<int>> PickNodes(const Allocation& a, const backend::Resources& r,
-                                                   absl::Time now);
+  std::optional<std::vector<int>> PickNodes(const Allocation& a, const backend::Resources& r,
+                                            absl::Time now) const;
+  // Whether `node` is quarantined for `sweep_id`.
+  bool Excluded(int64_t sweep_id, const std::string& node) const;
+  // Marks `a` quarantined when every node of it is.
+  void CheckQuarantined(Allocation& a);
   // Notes the allocations that became ending (see above) and asks for their replacements.
   bool ReplaceEnding(absl::Time now);
   Allocation* FindRoom(int64_t sweep_id, const backend::Resources& r, std::vector<int>* nodes);
@@ -256,6 +265,7 @@ class AllocationPool {
   std::map<int64_t, backend::Placement> demand_;   // sweeps with a trial that found no room
   std::map<int64_t, absl::Time> retry_submit_at_;  // sweeps whose allocation request failed
   std::set<int64_t> ended_sweeps_;
+  std::map<int64_t, std::set<std::string>> excluded_;      // by sweep (Exclude)
   std::map<int64_t, std::vector<absl::Duration>> waits_;   // by sweep: measured queue waits
   std::map<int64_t, absl::Duration> grace_;                // by sweep: checkpoint grace
   std::map<uint32_t, backend::AllocationUsage> expected_;  // by job id (Expect)

@@ -93,6 +93,7 @@ class Desc {
     if (!req.qos.empty()) d_.qos = Str(req.qos);
     if (!req.constraint.empty()) d_.features = Str(req.constraint);
     if (!req.reservation.empty()) d_.reservation = Str(req.reservation);
+    if (!req.exclude.empty()) d_.exc_nodes = Str(req.exclude);
     if (req.time_limit_minutes > 0) d_.time_limit = req.time_limit_minutes;
     if (req.memory_mb > 0) d_.pn_min_memory = static_cast<uint64_t>(req.memory_mb);
     if (req.exclusive) d_.shared = JOB_SHARED_NONE;
@@ -249,8 +250,9 @@ class LibSlurm final : public SlurmApi {
     return absl::OkStatus();
   }
 
+  // Local work on a list of its own: not behind mu_, so that a slow call to slurmctld on another
+  // thread never holds up the controller's thread here.
   std::vector<std::string> ExpandHostlist(const std::string& list) override {
-    std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
     hostlist_t hl = slurm_hostlist_create(list.c_str());
     if (hl == nullptr) return out;

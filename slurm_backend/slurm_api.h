@@ -39,6 +39,7 @@ struct JobRequest {
   int warn_signal = 0;
   uint16_t warn_seconds = 0;
   bool append_output = false;  // stdout/stderr opened for appending (`--open-mode=append`)
+  std::string exclude;         // nodes it may not run on (`--exclude`), comma-separated
 };
 
 enum class JobState {

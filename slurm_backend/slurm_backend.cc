@@ -456,11 +456,12 @@ void SlurmBackend::LaunchFailed(int64_t trial_id, const absl::Status& why) {
 
 void SlurmBackend::StartJob(const LaunchSpec& spec) {
   submitting_[spec.trial_id] = NewJob(0, spec);
-  calls_.Post([this, api = api_.get(), trial_id = spec.trial_id,
-               request = Request(spec, options_.shim)]() -> SlurmCalls::Then {
-    absl::StatusOr<uint32_t> id = api->Submit(request);
-    return [this, trial_id, id]() { JobSubmitted(trial_id, id); };
-  });
+  calls_.Post(
+      [this, api = api_.get(), trial_id = spec.trial_id,
+       request = Excluding(Request(spec, options_.shim), spec.sweep_id)]() -> SlurmCalls::Then {
+        absl::StatusOr<uint32_t> id = api->Submit(request);
+        return [this, trial_id, id]() { JobSubmitted(trial_id, id); };
+      });
 }
 
 void SlurmBackend::JobSubmitted(int64_t trial_id, const absl::StatusOr<uint32_t>& id) {
@@ -607,6 +608,31 @@ void SlurmBackend::Act() {
       spdlog::warn("trial {}: stop: {}", trial_id, s.ToString());
     }
   }
+}
+
+std::vector<std::string> SlurmBackend::NodesOf(const std::string& backend_id) const {
+  size_t at = backend_id.find(" nodes=");
+  if (at == std::string::npos) return {};
+  at += 7;
+  std::string list = backend_id.substr(at, backend_id.find(' ', at) - at);
+  if (list.empty()) return {};
+  return api_->ExpandHostlist(list);
+}
+
+void SlurmBackend::ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) {
+  if (nodes.empty()) {
+    excluded_.erase(sweep_id);
+  } else {
+    excluded_[sweep_id] = nodes;
+  }
+  pool_.Exclude(sweep_id, nodes);
+}
+
+JobRequest SlurmBackend::Excluding(JobRequest r, int64_t sweep_id) const {
+  if (auto it = excluded_.find(sweep_id); it != excluded_.end()) {
+    r.exclude = absl::StrJoin(it->second, ",");
+  }
+  return r;
 }
 
 std::string SlurmBackend::StepBackendId(const Step& s) const {

@@ -114,6 +114,10 @@ class SlurmBackend final : public backend::Backend {
   void AdoptAllocation(const backend::AllocationUsage& allocation) override;
   void SweepEnded(int64_t sweep_id) override { pool_.SweepEnded(sweep_id); }
   void SweepReopened(int64_t sweep_id) override { pool_.SweepReopened(sweep_id); }
+  // The names in the " nodes=" part of a step's or job's backend id (StepBackendId).
+  std::vector<std::string> NodesOf(const std::string& backend_id) const override;
+  // Later steps skip them, and later allocations and trial jobs ask slurmctld to (`--exclude`).
+  void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override;
   // Steps and jobs keep running, and so do the allocations (a restart takes back those in use
   // and cancels the rest as leftovers).
   void Detach() override {
@@ -135,6 +139,8 @@ class SlurmBackend final : public backend::Backend {
   // The batch request a trial becomes in jobs mode (exposed for tests): its command under
   // `shim` (hpo-shim) when given.
   static JobRequest Request(const backend::LaunchSpec& spec, const std::string& shim = "");
+  // `r` with the sweep's quarantined nodes excluded.
+  JobRequest Excluding(JobRequest r, int64_t sweep_id) const;
   // A trial's job (jobs mode) or step name: hpo-<sweep>-<trial>, with ".<segment>" for a
   // resumed trial's later segments, so that a restart never takes an earlier segment's job for
   // the current one.
@@ -294,6 +300,7 @@ class SlurmBackend final : public backend::Backend {
   void JobSubmitted(int64_t trial_id, const absl::StatusOr<uint32_t>& id);
   std::string StepBackendId(const Step& s) const;
 
+  std::map<int64_t, std::set<std::string>> excluded_;  // by sweep (ExcludeNodes)
   std::unique_ptr<SlurmApi> api_;
   // Every call to slurmctld but the periodic query and those of a restart's Adopt (after api_:
   // it makes the calls still queued when hpod stops; before pool_, whose cancels it carries).

@@ -67,6 +67,29 @@ SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
   CLI::App* resume = app.add_subcommand("resume", "launch trials again");
   resume->add_option("sweep", resume_.sweep, "sweep id")->required();
   resume->callback([this] { PauseOrResume(false); });
+
+  CLI::App* nodes = app.add_subcommand(
+      "nodes",
+      "the nodes where a sweep's trials failed by the infrastructure's fault, and which of them "
+      "are quarantined");
+  nodes->add_option("sweep", nodes_.sweep, "sweep id")->required();
+  nodes->add_option("--allow", nodes_.allow, "let this quarantined node back into the sweep");
+  nodes->callback([this] { Nodes(); });
+}
+
+void SweepCommands::Nodes() {
+  auto c = Connect();
+  absl::StatusOr<v1::Sweep> sweep =
+      nodes_.allow.empty() ? c->GetSweep(nodes_.sweep) : c->AllowNode(nodes_.sweep, nodes_.allow);
+  if (!sweep.ok()) {
+    rc_ = Fail(sweep.status());
+    return;
+  }
+  if (!nodes_.allow.empty()) {
+    std::printf("node %s allowed back into sweep %lld\n", nodes_.allow.c_str(),
+                static_cast<long long>(nodes_.sweep));
+  }
+  std::printf("%s", client::NodesTable(*sweep).c_str());
 }
 
 void SweepCommands::Validate() {
@@ -118,6 +141,7 @@ void SweepCommands::Show() {
               sweep.algorithm().c_str(), sweep.backend().c_str(),
               static_cast<long long>(sweep.max_concurrent()));
   std::printf("%s\n", client::GpuHoursText(sweep).c_str());
+  if (std::string q = client::QuarantineText(sweep); !q.empty()) std::printf("%s\n", q.c_str());
   if (show_.spec) std::printf("\n%s", sweep.spec_yaml().c_str());
 }
 

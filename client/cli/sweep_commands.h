@@ -1,5 +1,5 @@
 #pragma once
-// `hpo validate|submit|fork|ls|show|cancel|pause|resume`: sweeps as a whole.
+// `hpo validate|submit|fork|ls|show|cancel|pause|resume|nodes`: sweeps as a whole.
 
 #include <string>
 
@@ -31,12 +31,17 @@ class SweepCommands {
   struct PauseOptions {  // pause, resume
     int64_t sweep = 0;
   };
+  struct NodesOptions {
+    int64_t sweep = 0;
+    std::string allow;
+  };
   void Validate();
   void Submit(const FileOptions& options);
   void List();
   void Show();
   void Cancel();
   void PauseOrResume(bool pause);
+  void Nodes();
 
   int& rc_;
   FileOptions validate_, submit_, fork_;
@@ -44,6 +49,7 @@ class SweepCommands {
   ShowOptions show_;
   CancelOptions cancel_;
   PauseOptions pause_, resume_;
+  NodesOptions nodes_;
 };
 
 }  // namespace hpo::client::cli

@@ -309,6 +309,17 @@ HPO_SWEEP_VERB(PauseSweep, Pause)
 HPO_SWEEP_VERB(ResumeSweep, Resume)
 #undef HPO_SWEEP_VERB
 
+grpc::ServerUnaryReactor* HpoServiceImpl::AllowNode(grpc::CallbackServerContext* ctx,
+                                                    const v1::AllowNodeRequest* req,
+                                                    v1::AllowNodeResponse* resp) {
+  return Run(ctx, {Action::kOperate, req->sweep_id()}, [this, req, resp](const Allowed& allowed) {
+    auto sweep = controller_.AllowNode(allowed, req->sweep_id(), req->node());
+    if (!sweep.ok()) return sweep.status();
+    *resp->mutable_sweep() = std::move(*sweep);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* HpoServiceImpl::ExtendSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::ExtendSweepRequest* req,
                                                       v1::ExtendSweepResponse* resp) {

@@ -401,6 +401,26 @@ absl::StatusOr<v1::Sweep> Controller::Resume(const Allowed& allowed, int64_t swe
   return View(*sweep);
 }
 
+absl::StatusOr<v1::Sweep> Controller::AllowNode(const Allowed& allowed, int64_t sweep_id,
+                                                const std::string& node) {
+  RETURN_IF_ERROR(Within(allowed, Action::kOperate, sweep_id));
+  ASSIGN_OR_RETURN(Sweep * sweep, FindSweep(sweep_id));
+  auto it = sweep->rec.nodes.find(node);
+  if (it == sweep->rec.nodes.end() || !it->second.quarantined) {
+    std::set<std::string> quarantined = sweep->QuarantinedNodes();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", node, "' is not quarantined in sweep ", sweep_id,
+        " (quarantined: ", quarantined.empty() ? "none" : absl::StrJoin(quarantined, ", "), ")"));
+  }
+  it->second.quarantined = false;
+  it->second.failures = 0;
+  spdlog::info("sweep {}: node {} allowed back in by the user", sweep_id, node);
+  if (!sweep->Final()) backend_.ExcludeNodes(sweep_id, sweep->QuarantinedNodes());
+  lifecycle_.SaveSweep(*sweep);
+  lifecycle_.Schedule(*sweep);
+  return View(*sweep);
+}
+
 absl::StatusOr<v1::Sweep> Controller::Extend(const Allowed& allowed,
                                              const v1::ExtendSweepRequest& req) {
   RETURN_IF_ERROR(Within(allowed, Action::kOperate, req.sweep_id()));

@@ -165,6 +165,9 @@ class Controller {
   [[nodiscard]] absl::StatusOr<v1::Sweep> Cancel(const Allowed& allowed, int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Pause(const Allowed& allowed, int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Resume(const Allowed& allowed, int64_t sweep_id);
+  // Lets quarantined node `node` back into the sweep (its failure count starts again).
+  [[nodiscard]] absl::StatusOr<v1::Sweep> AllowNode(const Allowed& allowed, int64_t sweep_id,
+                                                    const std::string& node);
   // More budget (v1::ExtendSweepRequest): a COMPLETED or TIMED_OUT sweep reopens. INVALID_ARGUMENT
   // for a change that gives nothing more (fewer trials than it made, a GPU-hour budget below what
   // was used), FAILED_PRECONDITION for a sweep that cannot go on; nothing changes then.

@@ -30,6 +30,10 @@ absl::StatusOr<Sweep*> Recovery::LoadSweep(SweepRecord rec) {
     RETURN_IF_ERROR(store_.UpdateSweep(rec));
   }
   sweep->rec = std::move(rec);
+  // Its quarantined nodes stay out, also of the allocations taken back below.
+  if (!v1::IsFinal(sweep->rec.state) && !sweep->QuarantinedNodes().empty()) {
+    backend_.ExcludeNodes(sweep->rec.id, sweep->QuarantinedNodes());
+  }
   ASSIGN_OR_RETURN(std::vector<TrialRecord> trials, store_.LoadTrials(sweep->rec.id));
   ASSIGN_OR_RETURN(std::vector<AllocationRecord> allocations,
                    store_.LoadAllocations(sweep->rec.id));

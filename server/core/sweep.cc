@@ -44,6 +44,14 @@ double Sweep::GpuSeconds(const TrialRecord& trial, absl::Time now) const {
 
 // --- Verbs: the sweep's own state
 
+std::set<std::string> Sweep::QuarantinedNodes() const {
+  std::set<std::string> out;
+  for (const auto& [name, n] : rec.nodes) {
+    if (n.quarantined) out.insert(name);
+  }
+  return out;
+}
+
 void Sweep::Pause(std::string message) {
   rec.state = v1::SWEEP_STATE_PAUSED;
   rec.message = std::move(message);

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -184,6 +185,8 @@ class Sweep {
   // A change with key `key` (a request_id) was applied: kept with its fingerprint, the last 64,
   // so that a retried request applies once.
   void NoteApplied(const std::string& key, const std::string& fingerprint);
+  // Its quarantined nodes (rec.nodes).
+  std::set<std::string> QuarantinedNodes() const;
 
   // --- Verbs: its trials, counts and budgets.
   // A trial joins, made now or loaded at start: counted by its origin (sampled, enqueued), as

@@ -161,6 +161,9 @@ class TrialLifecycle {
   // infrastructure's: it continues from its checkpoint when it may, else it ends LOST (retried).
   void InfrastructureFailed(Sweep& sweep, TrialRuntime& trial, const std::string& rule,
                             absl::Time at);
+  // ... and counts it against each node it ran on (SweepRecord::nodes), quarantining a node
+  // that reached failures.quarantine_after.
+  void CountNodeFailure(Sweep& sweep, const TrialRecord& trial, const std::string& why);
   // Fail-fast (SweepSpec::health): a trial of `sweep` ended; pauses the sweep when its first
   // trials to end all failed fast the same way.
   void CheckFailFast(Sweep& sweep, const TrialRuntime& trial);

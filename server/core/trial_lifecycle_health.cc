@@ -85,6 +85,7 @@ void TrialLifecycle::InfrastructureFailed(Sweep& sweep, TrialRuntime& trial,
       rec.backend_id.empty() ? std::string() : absl::StrCat(" on ", rec.backend_id),
       trial.last_error_line.empty() ? std::string() : absl::StrCat(": ", trial.last_error_line));
   spdlog::warn("trial {}: {}", rec.id, why);
+  CountNodeFailure(sweep, rec, why);
   if (MayResume(sweep, trial)) {
     NextSegment(sweep, trial, v1::INTERRUPTION_NODE_FAILURE, why, at);
     return;
@@ -92,6 +93,28 @@ void TrialLifecycle::InfrastructureFailed(Sweep& sweep, TrialRuntime& trial,
   rec.infra_failure = true;
   rec.interruption = v1::INTERRUPTION_NODE_FAILURE;
   EndTrial(sweep, trial, v1::TRIAL_STATE_LOST, why);
+}
+
+void TrialLifecycle::CountNodeFailure(Sweep& sweep, const TrialRecord& trial,
+                                      const std::string& why) {
+  const int after = sweep.spec().failures.quarantine_after;
+  const std::vector<std::string> nodes = backend_.NodesOf(trial.backend_id);
+  if (nodes.empty()) return;  // nothing to tell apart (a local process)
+  bool changed = false;
+  for (const std::string& node : nodes) {
+    NodeHealth& n = sweep.rec.nodes[node];
+    ++n.failures;
+    n.last_failure = why;
+    if (after > 0 && n.failures >= after && !n.quarantined) {
+      n.quarantined = changed = true;
+      spdlog::warn(
+          "sweep {}: node {} quarantined after {} infrastructure failure(s) there; nothing more "
+          "of the sweep runs on it (hpo nodes {} --allow {} lets it back in)",
+          sweep.rec.id, node, n.failures, sweep.rec.id, node);
+    }
+  }
+  if (changed) backend_.ExcludeNodes(sweep.rec.id, sweep.QuarantinedNodes());
+  SaveSweep(sweep);
 }
 
 void TrialLifecycle::CheckFailFast(Sweep& sweep, const TrialRuntime& trial) {

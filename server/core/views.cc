@@ -64,6 +64,13 @@ v1::Sweep SweepView(const Sweep& sweep, bool with_spec, absl::Time now) {
   }
   for (const Constraint& c : spec.constraints) out.add_constraints(c.Text());
   out.set_pareto_front_size(static_cast<int64_t>(sweep.front().size()));
+  for (const auto& [name, n] : sweep.rec.nodes) {
+    v1::NodeHealth* node = out.add_nodes();
+    node->set_node(name);
+    node->set_failures(n.failures);
+    node->set_quarantined(n.quarantined);
+    node->set_last_failure(n.last_failure);
+  }
   return out;
 }
 

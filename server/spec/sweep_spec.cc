@@ -399,60 +399,6 @@ void Parser::HealthSection(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
-void Parser::Failures(const YAML::Node& node, SweepSpec& spec) {
-  if (!ExpectMap(node, "failures")) return;
-  CheckKeys(node, "failures", {"defaults", "infrastructure"});
-  if (const YAML::Node d = node["defaults"]) {
-    if (std::optional<bool> b = Bool(d, "failures defaults")) spec.failures.defaults = *b;
-  }
-  const YAML::Node list = node["infrastructure"];
-  if (!list) return;
-  if (!list.IsSequence()) {
-    Error(list, "failures infrastructure must be a list of rules, e.g. - {stderr: 'Xid 79'}");
-    return;
-  }
-  for (const YAML::Node& r : list) {
-    if (!ExpectMap(r, "a failures rule")) continue;
-    CheckKeys(r, "a failures rule", {"exit_code", "signal", "stderr"});
-    FailureRule rule;
-    if (const YAML::Node e = r["exit_code"]) {
-      if (std::optional<int64_t> v = Integer(e, "failures exit_code", 1, 255)) {
-        rule.exit_code = static_cast<int>(*v);
-      }
-    }
-    if (const YAML::Node s = r["signal"]) {
-      std::string sig = String(s, "failures signal").value_or("");
-      // Besides the signals a trial is sent, those a fault raises.
-      static const std::map<std::string, int> kFaults = {
-          {"SIGBUS", SIGBUS}, {"SIGSEGV", SIGSEGV}, {"SIGABRT", SIGABRT},
-          {"SIGILL", SIGILL}, {"SIGFPE", SIGFPE},   {"SIGPIPE", SIGPIPE}};
-      std::string name = absl::AsciiStrToUpper(sig);
-      if (!absl::StartsWith(name, "SIG")) name = "SIG" + name;
-      std::optional<int> n = SignalNumber(sig);
-      if (auto fault = kFaults.find(name); !n && fault != kFaults.end()) n = fault->second;
-      if (n) {
-        rule.signal = *n;
-      } else {
-        Error(s,
-              absl::StrCat("failures signal must be a signal name like SIGBUS, not '", sig, "'"));
-      }
-    }
-    if (const YAML::Node p = r["stderr"]) {
-      rule.stderr_pattern = String(p, "failures stderr").value_or("");
-      try {
-        std::regex compiled(rule.stderr_pattern);
-      } catch (const std::regex_error& e) {
-        Error(p, absl::StrCat("failures stderr is not a valid regular expression: ", e.what()));
-      }
-    }
-    if (!r["exit_code"] && !r["signal"] && !r["stderr"]) {
-      Error(r, "a failures rule needs exit_code, signal or stderr");
-      continue;
-    }
-    spec.failures.rules.push_back(std::move(rule));
-  }
-}
-
 std::optional<int> SignalNumber(const std::string& text) {
   static const std::map<std::string, int> kSignals = {
       {"TERM", SIGTERM}, {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},

@@ -113,6 +113,10 @@ struct FailureRules {
   // Read before `rules`: the ends of a GPU or its fabric going bad (DefaultInfrastructureRules).
   bool defaults = true;
   std::vector<FailureRule> rules;
+  // A node on which this many of the sweep's trials failed by the infrastructure's fault (a rule
+  // matched) is quarantined: the sweep places nothing more there until the user allows it again
+  // (`hpo nodes SWEEP --allow NODE`). 0: never.
+  int quarantine_after = 2;
 };
 // The built-in rules: an uncorrectable ECC error, a GPU fallen off the bus, NCCL's system and
 // remote errors, CUDA's device-unavailable and unknown errors.

@@ -130,4 +130,27 @@ std::vector<std::pair<std::string, std::string>> AppliedFromJson(const std::stri
   return out;
 }
 
+std::string NodesJson(const std::map<std::string, NodeHealth>& nodes) {
+  json j = json::object();
+  for (const auto& [name, n] : nodes) {
+    j[name] = {
+        {"failures", n.failures}, {"quarantined", n.quarantined}, {"last_failure", n.last_failure}};
+  }
+  return j.dump();
+}
+
+std::map<std::string, NodeHealth> NodesFromJson(const std::string& text) {
+  std::map<std::string, NodeHealth> out;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return out;
+  for (const auto& [name, e] : j.items()) {
+    if (!e.is_object()) continue;
+    NodeHealth& n = out[name];
+    n.failures = e.value("failures", 0);
+    n.quarantined = e.value("quarantined", false);
+    n.last_failure = e.value("last_failure", std::string());
+  }
+  return out;
+}
+
 }  // namespace hpo::server

@@ -1,9 +1,11 @@
 #pragma once
 // The record codecs: how the store writes the parts of a record that are not plain columns
 // (parameters, segments, a budget change, the enqueued configurations, applied change keys, an
-// interruption) as text, and reads them back. Reading is lenient where a column may predate its
-// content (an empty or malformed budget or queue reads as none); a trial's parameters are not.
+// interruption, node health) as text, and reads them back. Reading is lenient where a column may
+// predate its content (an empty or malformed budget or queue reads as none); a trial's parameters
+// are not.
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,5 +35,8 @@ std::vector<algorithms::Params> QueueFromJson(const std::string& text);
 
 std::string AppliedJson(const std::vector<std::pair<std::string, std::string>>& applied);
 std::vector<std::pair<std::string, std::string>> AppliedFromJson(const std::string& text);
+
+std::string NodesJson(const std::map<std::string, NodeHealth>& nodes);
+std::map<std::string, NodeHealth> NodesFromJson(const std::string& text);
 
 }  // namespace hpo::server

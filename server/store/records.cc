@@ -31,8 +31,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner, backend, budget_json, queue_json, applied_json)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json, queue_json, applied_json, nodes_json)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite::Binder(st)
         .Int64(s.id)
@@ -48,13 +48,14 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
         .Text(s.backend)
         .Text(BudgetChangeJson(s.budget_change))
         .Text(QueueJson(s.queue))
-        .Text(AppliedJson(s.applied));
+        .Text(AppliedJson(s.applied))
+        .Text(NodesJson(s.nodes));
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
   sqlite3_stmt* st = Prepare(
       "UPDATE sweeps SET name=?, state=?, message=?, ended_at=?, ending=?, budget_json=?, "
-      "queue_json=?, applied_json=? WHERE id=?");
+      "queue_json=?, applied_json=?, nodes_json=? WHERE id=?");
   if (st == nullptr) return Error("preparing sweep update");
   sqlite::Binder(st)
       .Text(s.name)
@@ -65,6 +66,7 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
       .Text(BudgetChangeJson(s.budget_change))
       .Text(QueueJson(s.queue))
       .Text(AppliedJson(s.applied))
+      .Text(NodesJson(s.nodes))
       .Int64(s.id);
   if (sqlite3_step(st) != SQLITE_DONE) return Error(absl::StrCat("updating sweep ", s.id));
   if (sqlite3_changes(db_) == 0) {
@@ -170,7 +172,7 @@ absl::Status SqliteStore::UpsertAllocation(const AllocationRecord& a) {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner, backend, budget_json, queue_json, applied_json "
+      "owner, backend, budget_json, queue_json, applied_json, nodes_json "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -193,6 +195,7 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     s.budget_change = BudgetChangeFromJson(row.Text());
     s.queue = QueueFromJson(row.Text());
     s.applied = AppliedFromJson(row.Text());
+    s.nodes = NodesFromJson(row.Text());
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");

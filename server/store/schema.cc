@@ -146,6 +146,9 @@ const std::vector<const char*> kMigrations = {
     ALTER TABLE sweeps ADD COLUMN applied_json TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE trials ADD COLUMN checkpoint_requested TEXT NOT NULL DEFAULT '';
     )sql",
+    // v11: nodes_json: the nodes where the sweep's trials failed by the infrastructure's fault,
+    // {node: {failures, quarantined, last_failure}}.
+    "ALTER TABLE sweeps ADD COLUMN nodes_json TEXT NOT NULL DEFAULT '{}';",
 };
 
 }  // namespace

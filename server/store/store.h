@@ -46,6 +46,14 @@ struct BudgetChange {
   }
 };
 
+// A node as one sweep has found it (SweepRecord::nodes).
+struct NodeHealth {
+  int failures = 0;  // since the sweep started, or since the user last allowed the node
+  bool quarantined = false;
+  std::string last_failure;  // the last such failure's message
+  bool operator==(const NodeHealth&) const = default;
+};
+
 struct SweepRecord {
   int64_t id = 0;
   std::string name;
@@ -70,6 +78,9 @@ struct SweepRecord {
   // The keys of the last changes applied (ExtendSweepRequest.request_id, EnqueueRequest's) with
   // a fingerprint of each request, oldest first: a retry is answered without applying it again.
   std::vector<std::pair<std::string, std::string>> applied;
+  // The nodes where its trials failed by the infrastructure's fault (a failures rule matched),
+  // by name: how many did, and whether the node is quarantined (SweepSpec failures).
+  std::map<std::string, NodeHealth> nodes;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next

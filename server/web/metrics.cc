@@ -92,6 +92,16 @@ std::string Metrics::Text(const CoreReads& reads, const SweepFilter& only) const
                        "1 for each GPU a running trial holds, labeled with its Slurm job and "
                        "step, node and GPU index (joins a site's GPU metrics to trials)")
                    .Register(gauges);
+  auto& node_failures = prometheus::BuildGauge()
+                            .Name("hpod_node_infrastructure_failures")
+                            .Help(
+                                "Trials of a sweep that failed on a node by the infrastructure's "
+                                "fault (its failures rules), since the node was last allowed")
+                            .Register(gauges);
+  auto& quarantined = prometheus::BuildGauge()
+                          .Name("hpod_node_quarantined")
+                          .Help("1 for each node a sweep has quarantined (hpo nodes --allow)")
+                          .Register(gauges);
   int held = 0, idle_in_allocations = 0;
   const std::string host = HostName();
   for (const auto& [id, sweep] : table.sweeps()) {
@@ -105,6 +115,10 @@ std::string Metrics::Text(const CoreReads& reads, const SweepFilter& only) const
     Usage usage = MeasureUsage(*sweep, now);
     gpu_hours.Add({{"sweep", sweep_label}, {"user", sweep->rec.owner}})
         .Set(usage.GpuSeconds() / 3600);
+    for (const auto& [node, n] : sweep->rec.nodes) {
+      node_failures.Add({{"sweep", sweep_label}, {"node", node}}).Set(n.failures);
+      if (n.quarantined) quarantined.Add({{"sweep", sweep_label}, {"node", node}}).Set(1);
+    }
     int open = 0;
     for (const auto& [aid, a] : sweep->allocations()) open += !a.ended_at;
     if (open > 0) allocations.Add({{"sweep", sweep_label}}).Set(open);

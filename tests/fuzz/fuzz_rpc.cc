@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return new fakes::TestDaemon(o);
   }();
   if (size < 1) return 0;
-  uint8_t kind = data[0] % 12;
+  uint8_t kind = data[0] % 13;
   ++data;
   --size;
   server::Controller& c = d->controller();
@@ -96,6 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::ListSweepsRequest r;
       if (Parse(r, data, size))
         (void)c.ListSweeps(server::Controller::AllowedForTest(), r.active_only());
+      break;
+    }
+    case 10: {
+      v1::AllowNodeRequest r;
+      if (Parse(r, data, size))
+        (void)c.AllowNode(server::Controller::AllowedForTest(), r.sweep_id(), r.node());
       break;
     }
     default:

@@ -26,7 +26,8 @@ seeds = {
     "resume": (7, pb.ResumeSweepRequest(sweep_id=2)),
     "sweep": (8, pb.GetSweepRequest(sweep_id=1)),
     "sweeps": (9, pb.ListSweepsRequest(active_only=True)),
-    "tick": (10, None),
+    "allow_node": (10, pb.AllowNodeRequest(sweep_id=1, node="n1")),
+    "tick": (11, None),
 }
 os.makedirs(OUT, exist_ok=True)
 for name, (kind, msg) in seeds.items():

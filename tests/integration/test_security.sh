@@ -123,6 +123,7 @@ for who, sweep in (("vic", a), ("nobody", b), ("opal", b)):
 expect("vic", "PauseSweep", pb.PauseSweepRequest(sweep_id=a), DENIED, "a viewer's role only reads it")
 expect("opal", "PauseSweep", pb.PauseSweepRequest(sweep_id=a), OK)
 expect("opal", "ResumeSweep", pb.ResumeSweepRequest(sweep_id=a), OK)
+expect("vic", "AllowNode", pb.AllowNodeRequest(sweep_id=a, node="n1"), DENIED, "a viewer's role only reads it")
 expect("opal", "ExtendSweep", pb.ExtendSweepRequest(sweep_id=a, add_trials=1, request_id="probe-1"), OK)
 expect("opal", "ExtendSweep", pb.ExtendSweepRequest(sweep_id=a, add_trials=1, request_id="probe-1"), OK)
 # An operator's values go through the owner's space: a shell payload is no value of it.

@@ -121,6 +121,11 @@ class ClientTest(unittest.TestCase):
         df = s.trials()
         self.assertEqual(sorted(df["origin"]), ["enqueued"] + ["sampled"] * 4)
         self.assertEqual(df.loc[df["origin"] == "enqueued", "x"].tolist(), [1.5])
+        # A local sweep has no node to quarantine: none listed, and none to let back in.
+        self.assertEqual(s.status()["quarantined_nodes"], [])
+        self.assertEqual(list(s.nodes().columns), ["node", "failures", "quarantined", "last_failure"])
+        with self.assertRaisesRegex(Exception, "not quarantined"):
+            s.allow_node("n1")
 
     def test_pareto_front(self):
         # Two objectives: loss down and `other` (the step reached: 3 for every trial) down, so

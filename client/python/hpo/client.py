@@ -227,7 +227,23 @@ class Sweep:
                 "objectives": [(o.metric, "maximize" if o.direction == hpo_pb2.DIRECTION_MAXIMIZE
                                 else "minimize") for o in s.objectives],
                 "constraints": list(s.constraints),
-                "pareto_front_size": s.pareto_front_size}
+                "pareto_front_size": s.pareto_front_size,
+                "quarantined_nodes": [n.node for n in s.nodes if n.quarantined]}
+
+    def nodes(self):
+        """The nodes where the sweep's trials failed by the infrastructure's fault (its failures
+        rules), as a DataFrame: node, failures, quarantined, last_failure."""
+        import pandas as pd
+        return pd.DataFrame([{"node": n.node, "failures": n.failures,
+                              "quarantined": n.quarantined, "last_failure": n.last_failure}
+                             for n in self._get().nodes],
+                            columns=["node", "failures", "quarantined", "last_failure"])
+
+    def allow_node(self, node):
+        """Lets a quarantined node back into the sweep (as `hpo nodes SWEEP --allow NODE`);
+        returns nodes()."""
+        self.client._call("AllowNode", hpo_pb2.AllowNodeRequest(sweep_id=self.id, node=node))
+        return self.nodes()
 
     def _trials(self):
         return self.client._call("ListTrials", hpo_pb2.ListTrialsRequest(sweep_id=self.id)).trials

@@ -207,7 +207,18 @@ function header(st) {
     ...counts, el("span", {id: "best"}, best),
     el("span", {}, "GPU-hours ", el("b", {}, fmt(s.charged_gpu_seconds / 3600)),
        s.gpu_hours_budget ? ` of ${fmt(s.gpu_hours_budget)}` : ""),
+    ...quarantined(s),
     el("span", {class: "muted"}, s.message || ""));
+}
+
+// The sweep's quarantined nodes (none of its trials runs there), with the command that lets one
+// back in.
+function quarantined(s) {
+  const nodes = (s.nodes || []).filter(n => n.quarantined);
+  if (!nodes.length) return [];
+  return [el("span", {id: "quarantined", title: `hpo nodes ${s.id} --allow NODE lets one back in`},
+             "quarantined ", el("b", {}, nodes.map(n => n.node).join(", ")),
+             ` (${nodes.map(n => n.failures).join(", ")} infrastructure failure(s))`)];
 }
 
 // A key for one change: its retries carry the same one, and hpod applies it once.

@@ -177,6 +177,35 @@ TEST_F(SlurmStepsTest, PacksStepsIntoFreeGpusAndGrowsToMax) {
                               "--ntasks-per-node=1 --cpus-per-task=1 --nodelist=n2 --gres=gpu:4"));
 }
 
+// Quarantined nodes: steps skip them, later allocations exclude them, an allocation on nothing
+// else is replaced (and released once idle), and a node let back in takes steps again.
+TEST_F(SlurmStepsTest, QuarantinedNodesTakeNoStepsAndLaterAllocationsExcludeThem) {
+  EXPECT_EQ(backend_->NodesOf("slurm:job=5 step=2 nodes=n1,n2 agent"),
+            (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_TRUE(backend_->NodesOf("local:pid=12").empty());
+  placement_.allocation.max = 1;
+  uint32_t first = Allocate("n1,n2");
+  backend_->ExcludeNodes(1, {"n1"});
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"sleep", "5"}, 4)).ok());
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where())) << "n2 is full, n1 is quarantined";
+  // Both quarantined: the allocation counts no more, so its replacement is asked for (max 1)
+  // without either node, and the old one goes once its last step ended.
+  backend_->ExcludeNodes(1, {"n1", "n2"});
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
+  backend_->Poll();
+  ASSERT_EQ(slurm_->jobs.size(), 2u);
+  EXPECT_EQ(slurm_->jobs.rbegin()->second.req.exclude, "n1,n2");
+  EXPECT_TRUE(fakes::StopNow(*backend_, 1, absl::Seconds(1)).ok());
+  EXPECT_EQ(WaitEnds(1).size(), 1u);
+  backend_->Poll();
+  EXPECT_THAT(canceled_, Contains(first));
+  // Let back in: a later allocation asks for no exclusion.
+  backend_->ExcludeNodes(1, {});
+  EXPECT_EQ(backend_->Excluding(JobRequest(), 1).exclude, "");
+  backend_->ExcludeNodes(1, {"n3"});
+  EXPECT_EQ(backend_->Excluding(JobRequest(), 1).exclude, "n3");
+}
+
 // Slurm tells only the step which GPUs it got: its task records them, and the backend reports
 // them once it read them back.
 TEST_F(SlurmStepsTest, LearnsTheGpusSlurmGaveAStep) {

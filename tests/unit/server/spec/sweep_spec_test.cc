@@ -276,18 +276,20 @@ TEST(SweepSpec, FailureRulesTellTheInfrastructuresFailuresFromTheConfigurations)
   ParseResult r = ParseSweepSpec(kBase, "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const SweepSpec& plain = *r.spec;
+  EXPECT_EQ(plain.failures.quarantine_after, 2) << "the default";
   EXPECT_EQ(plain.InfrastructureFailure(1, 0, "Traceback...\nValueError: bad lr\n"), std::nullopt);
   EXPECT_THAT(
       plain.InfrastructureFailure(1, 0, "step 3\nCUDA error: uncorrectable ECC error encountered\n")
           .value_or(""),
       HasSubstr("uncorrectable ECC error"));
   r = ParseSweepSpec(std::string(kBase) +
-                         "failures:\n  defaults: false\n  infrastructure:\n"
+                         "failures:\n  defaults: false\n  quarantine_after: 0\n  infrastructure:\n"
                          "    - {exit_code: 75}\n    - {signal: SIGBUS}\n"
                          "    - {stderr: 'Lustre.*timed out', exit_code: 1}\n",
                      "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
   const SweepSpec& own = *r.spec;
+  EXPECT_EQ(own.failures.quarantine_after, 0) << "never";
   EXPECT_EQ(own.InfrastructureFailure(75, 0, ""), "exit code 75");
   EXPECT_EQ(own.InfrastructureFailure(-1, SIGBUS, ""), "signal SIGBUS");
   EXPECT_EQ(own.InfrastructureFailure(1, 0, "read: Lustre: request timed out\n"),
@@ -296,14 +298,15 @@ TEST(SweepSpec, FailureRulesTellTheInfrastructuresFailuresFromTheConfigurations)
   EXPECT_EQ(own.InfrastructureFailure(1, 0, "uncorrectable ECC error"), std::nullopt)
       << "defaults off";
 
-  auto e =
-      Errors(std::string(kBase) +
-             "failures: {infrastructure: [{exit_code: 0}, {stderr: '('}, {}, {signal: NOPE}]}\n");
-  ASSERT_EQ(e.size(), 4u);
-  EXPECT_THAT(e[0], HasSubstr("failures exit_code"));
-  EXPECT_THAT(e[1], HasSubstr("failures stderr is not a valid regular expression"));
-  EXPECT_THAT(e[2], HasSubstr("a failures rule needs exit_code, signal or stderr"));
-  EXPECT_THAT(e[3], HasSubstr("failures signal must be a signal name"));
+  auto e = Errors(std::string(kBase) +
+                  "failures: {infrastructure: [{exit_code: 0}, {stderr: '('}, {}, {signal: NOPE}], "
+                  "quarantine_after: -1}\n");
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_THAT(e[0], HasSubstr("failures quarantine_after must be between 0 and 1000"));
+  EXPECT_THAT(e[1], HasSubstr("failures exit_code"));
+  EXPECT_THAT(e[2], HasSubstr("failures stderr is not a valid regular expression"));
+  EXPECT_THAT(e[3], HasSubstr("a failures rule needs exit_code, signal or stderr"));
+  EXPECT_THAT(e[4], HasSubstr("failures signal must be a signal name"));
 }
 
 TEST(SweepSpec, CheckpointAndTimeLimits) {

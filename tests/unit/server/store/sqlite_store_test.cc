@@ -67,6 +67,10 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   s.created_at = absl::FromUnixSeconds(1000);
   auto sid = (*store)->InsertSweep(s);
   ASSERT_TRUE(sid.ok());
+  s.id = *sid;
+  s.nodes["n2"] = {2, true, "the infrastructure failed it (stderr /ECC/)"};
+  s.nodes["n1"] = {1, false, ""};
+  ASSERT_TRUE((*store)->UpdateSweep(s).ok());
   TrialRecord t;
   t.sweep_id = *sid;
   t.number = 0;
@@ -102,6 +106,7 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   auto sweeps = (*again)->LoadSweeps();
   ASSERT_EQ(sweeps->size(), 1u);
   EXPECT_EQ((*sweeps)[0].name, "n");
+  EXPECT_EQ((*sweeps)[0].nodes, s.nodes);
   auto trials = (*again)->LoadTrials(*sid);
   ASSERT_EQ(trials->size(), 1u);
   const TrialRecord& back = (*trials)[0];
@@ -349,6 +354,8 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
     EXPECT_EQ((*sweeps)[0].budget_change.max_trials,
               version >= 7 ? std::optional<int64_t>(4) : std::nullopt);
     EXPECT_EQ((*trials)[0].origin, version >= 7 ? "enqueued" : "");
+    EXPECT_EQ((*sweeps)[0].applied.size(), version >= 10 ? 1u : 0u);
+    EXPECT_TRUE((*sweeps)[0].nodes.empty());
     EXPECT_EQ((*store)->LoadAllocations(1)->size(), version >= 8 ? 1u : 0u);
     EXPECT_EQ((*store)->LoadTrialEvents(0, 10)->size(), 2u) << "sweep events have trial 0";
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
