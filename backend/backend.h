@@ -143,6 +143,18 @@ class Capacity {
                    bool /*starts_now*/, Vetted done) {
     done(absl::OkStatus());
   }
+  // When a sweep with trials like `r` would get its first room (`hpo plan`): the backend's own
+  // guess (Slurm: slurmctld's will_run for the sweep's first allocation, or one trial's job), with
+  // what it asked about; `done` runs once, on the controller's thread or inline. UNIMPLEMENTED
+  // where there is no queue to wait in.
+  struct QueueWait {
+    absl::Time start;
+    std::string what;  // "the sweep's first allocation (2 nodes with 4 GPU(s) ...)"
+  };
+  using Started = std::function<void(const absl::StatusOr<QueueWait>&)>;
+  virtual void ExpectedStart(const Resources& /*r*/, const Placement& /*p*/, Started done) {
+    done(absl::UnimplementedError("no queue"));
+  }
   // True when a trial of `sweep_id` with `r` can start now. A backend that grows its capacity on
   // demand (Slurm steps mode) takes a false answer as a trial waiting.
   virtual bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) = 0;

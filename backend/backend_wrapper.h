@@ -29,6 +29,9 @@ class BackendWrapper : public Backend {
            Vetted done) override {
     inner_.Vet(sweep_id, r, p, starts_now, std::move(done));
   }
+  void ExpectedStart(const Resources& r, const Placement& p, Started done) override {
+    inner_.ExpectedStart(r, p, std::move(done));
+  }
   int Running() const override { return inner_.Running(); }
   int FreeGpus() const override { return inner_.FreeGpus(); }
   std::string Describe() const override { return inner_.Describe(); }

@@ -59,6 +59,12 @@ void Router::Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool 
   (*b)->Vet(sweep_id, r, p, starts_now, std::move(done));
 }
 
+void Router::ExpectedStart(const Resources& r, const Placement& p, Started done) {
+  absl::StatusOr<Backend*> b = Route(p);
+  if (!b.ok()) return done(b.status());
+  (*b)->ExpectedStart(r, p, std::move(done));
+}
+
 bool Router::CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) {
   absl::StatusOr<Backend*> b = Route(p);
   return b.ok() && (*b)->CanLaunch(sweep_id, r, p);

@@ -36,6 +36,7 @@ class Router final : public Backend {
   bool CanLaunch(int64_t sweep_id, const Resources& r, const Placement& p) override;
   void Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
            Vetted done) override;
+  void ExpectedStart(const Resources& r, const Placement& p, Started done) override;
   int Running() const override;
   int FreeGpus() const override;
   std::string Describe() const override;

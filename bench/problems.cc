@@ -431,4 +431,66 @@ double Score::Add(const std::vector<double>& values) {
   return p.best - volume_;
 }
 
+// The sweep file's `parameters:` for a space.
+std::string ParametersYaml(const algorithms::SearchSpace& space) {
+  std::string out = "parameters:\n";
+  for (const algorithms::ParamDef& p : space.params) {
+    if (p.type == algorithms::ParamType::kCategorical) {
+      std::vector<std::string> v;
+      for (const algorithms::ParamValue& c : p.choices) v.push_back(algorithms::FormatValue(c));
+      absl::StrAppend(&out, "  ", p.name, ": {type: categorical, values: [", absl::StrJoin(v, ", "),
+                      "]}\n");
+    } else {
+      absl::StrAppend(
+          &out, "  ", p.name, ": {type: ", p.type == algorithms::ParamType::kInt ? "int" : "float",
+          ", low: ", algorithms::FormatValue(p.low), ", high: ", algorithms::FormatValue(p.high),
+          p.log ? ", log: true" : "", "}\n");
+    }
+  }
+  return out;
+}
+
+// The sweep file's objective(s) for a problem.
+std::string ObjectivesYaml(const Problem& problem) {
+  auto dir = [](algorithms::Direction d) {
+    return d == algorithms::Direction::kMinimize ? "minimize" : "maximize";
+  };
+  if (!problem.multi()) {
+    return absl::StrCat("objective: {metric: ", problem.metrics[0],
+                        ", direction: ", dir(problem.directions[0]), "}\n");
+  }
+  std::string out = "objectives:\n";
+  for (size_t j = 0; j < problem.metrics.size(); ++j) {
+    absl::StrAppend(&out, "  - {metric: ", problem.metrics[j],
+                    ", direction: ", dir(problem.directions[j]), "}\n");
+  }
+  return out;
+}
+
+// A trial's parameters, read back from its `--name=value` arguments.
+algorithms::Params ParamsFromArgv(const algorithms::SearchSpace& space,
+                                  const std::vector<std::string>& argv) {
+  algorithms::Params out;
+  for (const std::string& arg : argv) {
+    auto eq = arg.find('=');
+    if (arg.rfind("--", 0) != 0 || eq == std::string::npos) continue;
+    std::string name = arg.substr(2, eq - 2), text = arg.substr(eq + 1);
+    for (const algorithms::ParamDef& p : space.params) {
+      if (p.name != name) continue;
+      if (p.type == algorithms::ParamType::kCategorical) {
+        for (const algorithms::ParamValue& c : p.choices) {
+          if (algorithms::FormatValue(c) == text) out[name] = c;
+        }
+      } else if (p.type == algorithms::ParamType::kInt) {
+        int64_t v = 0;
+        if (absl::SimpleAtoi(text, &v)) out[name] = v;
+      } else {
+        double v = 0;
+        if (absl::SimpleAtod(text, &v)) out[name] = v;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace hpo::bench

@@ -73,4 +73,11 @@ class Score {
 // The volume of the scaled points up to the reference (1.1 in each objective).
 double ScaledVolume(const algorithms::Points& scaled);
 
+// The sweep file's `parameters:` for a space, and its objective(s) for a problem.
+std::string ParametersYaml(const algorithms::SearchSpace& space);
+std::string ObjectivesYaml(const Problem& problem);
+// A trial's parameters, read back from its `--name=value` arguments (`pass_params: flags`).
+algorithms::Params ParamsFromArgv(const algorithms::SearchSpace& space,
+                                  const std::vector<std::string>& argv);
+
 }  // namespace hpo::bench

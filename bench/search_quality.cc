@@ -45,6 +45,9 @@ using hpo::algorithms::Params;
 using hpo::algorithms::ParamType;
 using hpo::algorithms::ParamValue;
 using hpo::algorithms::SearchSpace;
+using hpo::bench::ObjectivesYaml;
+using hpo::bench::ParametersYaml;
+using hpo::bench::ParamsFromArgv;
 using hpo::bench::Problem;
 
 struct Method {
@@ -52,67 +55,6 @@ struct Method {
   std::string algorithm;  // the sweep file's `algorithm:` value; empty: not given
   std::string stopper;    // its `early_stopping:` value; empty: not given
 };
-
-// The sweep file's `parameters:` for a space.
-std::string ParametersYaml(const SearchSpace& space) {
-  std::string out = "parameters:\n";
-  for (const ParamDef& p : space.params) {
-    if (p.type == ParamType::kCategorical) {
-      std::vector<std::string> v;
-      for (const ParamValue& c : p.choices) v.push_back(hpo::algorithms::FormatValue(c));
-      absl::StrAppend(&out, "  ", p.name, ": {type: categorical, values: [", absl::StrJoin(v, ", "),
-                      "]}\n");
-    } else {
-      absl::StrAppend(&out, "  ", p.name, ": {type: ", p.type == ParamType::kInt ? "int" : "float",
-                      ", low: ", hpo::algorithms::FormatValue(p.low),
-                      ", high: ", hpo::algorithms::FormatValue(p.high), p.log ? ", log: true" : "",
-                      "}\n");
-    }
-  }
-  return out;
-}
-
-// The sweep file's objective(s) for a problem.
-std::string ObjectivesYaml(const Problem& problem) {
-  auto dir = [](hpo::algorithms::Direction d) {
-    return d == hpo::algorithms::Direction::kMinimize ? "minimize" : "maximize";
-  };
-  if (!problem.multi()) {
-    return absl::StrCat("objective: {metric: ", problem.metrics[0],
-                        ", direction: ", dir(problem.directions[0]), "}\n");
-  }
-  std::string out = "objectives:\n";
-  for (size_t j = 0; j < problem.metrics.size(); ++j) {
-    absl::StrAppend(&out, "  - {metric: ", problem.metrics[j],
-                    ", direction: ", dir(problem.directions[j]), "}\n");
-  }
-  return out;
-}
-
-// A trial's parameters, read back from its `--name=value` arguments.
-Params ParamsFromArgv(const SearchSpace& space, const std::vector<std::string>& argv) {
-  Params out;
-  for (const std::string& arg : argv) {
-    auto eq = arg.find('=');
-    if (arg.rfind("--", 0) != 0 || eq == std::string::npos) continue;
-    std::string name = arg.substr(2, eq - 2), text = arg.substr(eq + 1);
-    for (const ParamDef& p : space.params) {
-      if (p.name != name) continue;
-      if (p.type == ParamType::kCategorical) {
-        for (const ParamValue& c : p.choices) {
-          if (hpo::algorithms::FormatValue(c) == text) out[name] = c;
-        }
-      } else if (p.type == ParamType::kInt) {
-        int64_t v = 0;
-        if (absl::SimpleAtoi(text, &v)) out[name] = v;
-      } else {
-        double v = 0;
-        if (absl::SimpleAtod(text, &v)) out[name] = v;
-      }
-    }
-  }
-  return out;
-}
 
 // The score after each step spent: (steps spent, virtual time, score; lower is better).
 struct Point {

@@ -209,7 +209,10 @@ absl::StatusOr<v1::Sweep> Client::Resume(int64_t sweep_id) {
   req.set_sweep_id(sweep_id);
   HPO_UNARY(ResumeSweep, req, resp.sweep())
 }
-absl::StatusOr<v1::Sweep> Client::AllowNode(int64_t sweep_id, const std::string& node) {
+absl::StatusOr<v1::PlanSweepResponse> Client::Plan(const v1::PlanSweepRequest& req){
+    HPO_UNARY(PlanSweep, req,
+              resp)} absl::StatusOr<v1::Sweep> Client::AllowNode(int64_t sweep_id,
+                                                                 const std::string& node) {
   v1::AllowNodeRequest req;
   req.set_sweep_id(sweep_id);
   req.set_node(node);

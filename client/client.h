@@ -36,6 +36,7 @@ class Client {
 
   [[nodiscard]] absl::StatusOr<v1::ValidateSweepResponse> Validate(
       const v1::ValidateSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::PlanSweepResponse> Plan(const v1::PlanSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const v1::SubmitSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(int64_t sweep_id);
   [[nodiscard]] absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(bool active_only);

@@ -1,6 +1,7 @@
 #include "client/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -337,6 +338,63 @@ std::string GpuHoursText(const v1::Sweep& sweep) {
                   OfBudget(nodes, sweep.node_hours_budget()));
   if (sweep.nodes_held() > 0) absl::StrAppend(&out, ", ", sweep.nodes_held(), " node(s) held");
   return out;
+}
+
+namespace {
+
+// "12" or "1.42", and " (low – high)" unless the range is a point.
+std::string Figure(const v1::EstimateRange& r, bool duration) {
+  auto text = [duration](double v) {
+    if (duration) return hpo::HumanDuration(absl::Seconds(v));
+    return v >= 100 ? absl::StrFormat("%.0f", v) : absl::StrFormat("%.3g", v);
+  };
+  std::string out = text(r.expected());
+  if (text(r.low()) != text(r.high())) {
+    absl::StrAppend(&out, " (", text(r.low()), " - ", text(r.high()), ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PlanText(const v1::SweepEstimate& e) {
+  std::string out;
+  auto line = [&out](const char* what, const std::string& value) {
+    absl::StrAppend(&out, absl::StrFormat("  %-11s %s\n", what, value));
+  };
+  line("trials", Figure(e.trials(), false));
+  line("steps", Figure(e.steps(), false));
+  if (e.has_cost()) {
+    line("GPU-hours", Figure(e.gpu_hours(), false));
+    line("node-hours", Figure(e.node_hours(), false));
+    line("wall time", Figure(e.wall_seconds(), true));
+  } else {
+    line("cost", "unknown: no step time (plan.step_time, --step-time or --like SWEEP)");
+  }
+  if (e.has_queue_wait()) {
+    line("queue wait", absl::StrCat(hpo::HumanDuration(absl::Seconds(e.queue_wait_seconds())), " (",
+                                    e.queue_wait_basis(), ")"));
+  } else if (!e.queue_wait_basis().empty()) {
+    line("queue wait", e.queue_wait_basis());
+  }
+  line("from", e.basis());
+  return out;
+}
+
+std::string PlanVsUsed(const v1::Sweep& sweep, size_t trials) {
+  if (!sweep.has_plan()) return "";
+  const v1::SweepEstimate& p = sweep.plan();
+  absl::Time end = sweep.has_ended_at() ? FromProto(sweep.ended_at()) : absl::Now();
+  double wall = absl::ToDoubleSeconds(end - FromProto(sweep.created_at()));
+  std::string out = absl::StrCat("plan: trials ", Figure(p.trials(), false));
+  std::string used = absl::StrCat("; used: trials ", trials);
+  if (p.has_cost()) {
+    absl::StrAppend(&out, ", GPU-hours ", Figure(p.gpu_hours(), false), ", wall time ",
+                    Figure(p.wall_seconds(), true));
+    absl::StrAppend(&used, absl::StrFormat(", GPU-hours %.3g", sweep.gpu_seconds() / 3600),
+                    ", wall time ", hpo::HumanDuration(absl::Seconds(wall)));
+  }
+  return out + used + (sweep.has_ended_at() ? "" : " so far");
 }
 
 std::string QuarantineText(const v1::Sweep& sweep) {

@@ -39,6 +39,10 @@ std::string ParetoText(const v1::Trial& t);
 // this rate" (in steps mode: "GPU-hours 1.5 in allocations (1.25 in trials: utilization
 // 83.3%) ..."), then "node-hours 0.5 of 2 (25.0%), 1 node(s) held".
 std::string GpuHoursText(const v1::Sweep& sweep);
+// An estimate (hpo plan), one figure a line, each with its range.
+std::string PlanText(const v1::SweepEstimate& e);
+// "plan: ... used: ..." for a sweep submitted with an estimate; "" without one.
+std::string PlanVsUsed(const v1::Sweep& sweep, size_t trials);
 // "quarantined nodes: n2 (2 infrastructure failures)"; "" when none is quarantined.
 std::string QuarantineText(const v1::Sweep& sweep);
 // The nodes where the sweep's trials failed by the infrastructure's fault, one line each.

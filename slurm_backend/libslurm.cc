@@ -137,14 +137,16 @@ class LibSlurm final : public SlurmApi {
     return id;
   }
 
-  absl::Status WillRun(const JobRequest& req) override {
+  absl::StatusOr<absl::Time> WillRun(const JobRequest& req) override {
     std::lock_guard<std::mutex> lock(mu_);
     Desc desc(req);
     will_run_response_msg_t* resp = nullptr;  // (slurm_job_will_run would print to stderr)
     if (slurm_job_will_run2(desc.get(), &resp) != SLURM_SUCCESS)
       return SlurmError("Slurm refuses the trial's job");
+    absl::Time start =
+        resp != nullptr && resp->start_time > 0 ? absl::FromTimeT(resp->start_time) : absl::Now();
     slurm_free_will_run_response_msg(resp);
-    return absl::OkStatus();
+    return start;
   }
 
   absl::StatusOr<std::vector<JobStatus>> QueryMine() override {

@@ -94,8 +94,9 @@ class SlurmApi {
  public:
   virtual ~SlurmApi() = default;
   [[nodiscard]] virtual absl::StatusOr<uint32_t> Submit(const JobRequest& req) = 0;
-  // Checks a request without submitting it (slurm_job_will_run).
-  [[nodiscard]] virtual absl::Status WillRun(const JobRequest& req) = 0;
+  // Checks a request without submitting it (slurm_job_will_run, as `sbatch --test-only`): when
+  // slurmctld expects it to start.
+  [[nodiscard]] virtual absl::StatusOr<absl::Time> WillRun(const JobRequest& req) = 0;
   // The current user's jobs, in one call.
   [[nodiscard]] virtual absl::StatusOr<std::vector<JobStatus>> QueryMine() = 0;
   // The cluster's partitions and their time limits, in one call.

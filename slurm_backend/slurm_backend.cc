@@ -371,20 +371,47 @@ absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
   return absl::OkStatus();
 }
 
+JobRequest SlurmBackend::ProbeRequest(const Resources& r, const Placement& p) {
+  LaunchSpec probe;
+  probe.argv = {"true"};
+  probe.workdir = "/tmp";
+  probe.trial_dir = "/tmp";
+  probe.resources = r;
+  probe.placement = p;
+  JobRequest req = Request(probe);
+  req.environment = {"HPO_PROBE=1"};
+  return req;
+}
+
+void SlurmBackend::ExpectedStart(const Resources& r, const Placement& p, Started done) {
+  const SlurmPlacement& where = SlurmOf(p);
+  if (where.mode != "jobs" && where.allocation.job != 0) {  // the user's own: no queue
+    return done(
+        QueueWait{clock_.Now(), absl::StrCat("the user's allocation ", where.allocation.job)});
+  }
+  const AllocationShape& a = where.allocation;
+  std::string what =
+      where.mode == "jobs"
+          ? absl::StrCat("one trial's job (", r.nodes, " node(s), ", r.gpus, " GPU(s) each)")
+          : absl::StrCat("the sweep's first allocation (", a.nodes, " node(s) with ",
+                         a.gpus_per_node, " GPU(s) and ", a.cpus_per_node, " CPU(s) each)");
+  JobRequest req = where.mode == "jobs" ? ProbeRequest(r, p) : AllocationRequest(0, p);
+  calls_.Post([api = api_.get(), req = std::move(req), what, done]() -> SlurmCalls::Then {
+    absl::StatusOr<absl::Time> start = api->WillRun(req);
+    return [done, start, what]() {
+      if (!start.ok()) return done(start.status());
+      done(QueueWait{*start, what});
+    };
+  });
+}
+
 void SlurmBackend::Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
                        Vetted done) {
   const SlurmPlacement& where = SlurmOf(p);
   if (where.mode == "jobs") {  // the request of one trial's job, checked
-    LaunchSpec probe;
-    probe.argv = {"true"};
-    probe.workdir = "/tmp";
-    probe.trial_dir = "/tmp";
-    probe.resources = r;
-    probe.placement = p;
-    JobRequest req = Request(probe);
-    req.environment = {"HPO_PROBE=1"};
+    JobRequest req = ProbeRequest(r, p);
     calls_.Post([api = api_.get(), req = std::move(req), done]() -> SlurmCalls::Then {
-      absl::Status s = api->WillRun(req);
+      absl::Status s = api->WillRun(req).status();
       return [done, s]() { done(s); };
     });
     return;
@@ -416,7 +443,7 @@ void SlurmBackend::Vet(int64_t sweep_id, const Resources& r, const Placement& p,
   };
   if (sweep_id > 0 && starts_now && pool_.RequestFirst(sweep_id, p, said)) return;
   calls_.Post([api = api_.get(), req = AllocationRequest(0, p), said]() -> SlurmCalls::Then {
-    absl::Status s = api->WillRun(req);
+    absl::Status s = api->WillRun(req).status();
     return [said, s]() { said(s); };
   });
 }

@@ -92,6 +92,9 @@ class SlurmBackend final : public backend::Backend {
   // Capacity.
   [[nodiscard]] absl::Status CheckFits(const backend::Resources& r,
                                        const backend::Placement& p) override;
+  // will_run for the sweep's first allocation (steps mode) or one trial's job (jobs mode).
+  void ExpectedStart(const backend::Resources& r, const backend::Placement& p,
+                     Started done) override;
   void Vet(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
            bool starts_now, Vetted done) override;
   bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
@@ -139,6 +142,8 @@ class SlurmBackend final : public backend::Backend {
   // The batch request a trial becomes in jobs mode (exposed for tests): its command under
   // `shim` (hpo-shim) when given.
   static JobRequest Request(const backend::LaunchSpec& spec, const std::string& shim = "");
+  // One trial's job as will_run is asked about it (jobs mode).
+  static JobRequest ProbeRequest(const backend::Resources& r, const backend::Placement& p);
   // `r` with the sweep's quarantined nodes excluded.
   JobRequest Excluding(JobRequest r, int64_t sweep_id) const;
   // A trial's job (jobs mode) or step name: hpo-<sweep>-<trial>, with ".<segment>" for a

@@ -5,6 +5,7 @@
 #include "client/cli/cli.h"
 #include "client/cli/watch_commands.h"
 #include "client/table.h"
+#include "common/duration.h"
 #include "common/files.h"
 #include "hpo/v1/states.h"
 
@@ -28,6 +29,16 @@ SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
       app.add_subcommand("validate", "check a sweep file; errors name file:line:column");
   validate->add_option("file", validate_.file, "sweep YAML")->required();
   validate->callback([this] { Validate(); });
+
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "what a sweep file would cost before it runs: trials, steps, GPU-hours, node-hours, wall "
+      "time (each with a range) and, on Slurm, the queue wait");
+  plan->add_option("file", plan_.file, "sweep YAML")->required();
+  plan->add_option("--like", plan_.like, "learn a step's time and a trial's steps from this sweep");
+  plan->add_option("--steps", plan_.steps, "steps a trial reports when nothing stops it");
+  plan->add_option("--step-time", plan_.step_time, "the time of one step (30s, 2m, ...)");
+  plan->callback([this] { Plan(); });
 
   CLI::App* submit = app.add_subcommand("submit", "submit a sweep; prints its id as the last line");
   submit->add_option("file", submit_.file, "sweep YAML")->required();
@@ -105,6 +116,31 @@ void SweepCommands::Validate() {
   std::printf("%s: valid\n%s", validate_.file.c_str(), resp.summary().c_str());
 }
 
+void SweepCommands::Plan() {
+  v1::PlanSweepRequest req;
+  ReadSpec(plan_.file, req);
+  req.set_like_sweep(plan_.like);
+  req.set_steps(plan_.steps);
+  if (!plan_.step_time.empty()) {
+    absl::StatusOr<absl::Duration> d = ParseDuration(plan_.step_time);
+    if (!d.ok() || *d <= absl::ZeroDuration()) {
+      std::fprintf(stderr, "hpo plan: --step-time: '%s' is not a duration like 30s or 2m\n",
+                   plan_.step_time.c_str());
+      rc_ = kExitError;
+      return;
+    }
+    req.set_step_seconds(absl::ToDoubleSeconds(*d));
+  }
+  auto c = Connect();
+  v1::PlanSweepResponse resp = OrExit(c->Plan(req));
+  if (resp.errors_size() > 0) {
+    for (const auto& e : resp.errors()) std::fprintf(stderr, "%s\n", e.c_str());
+    rc_ = kExitError;
+    return;
+  }
+  std::printf("plan for %s:\n%s", plan_.file.c_str(), client::PlanText(resp.estimate()).c_str());
+}
+
 void SweepCommands::Submit(const FileOptions& options) {
   v1::SubmitSweepRequest req;
   ReadSpec(options.file, req);
@@ -142,6 +178,9 @@ void SweepCommands::Show() {
               static_cast<long long>(sweep.max_concurrent()));
   std::printf("%s\n", client::GpuHoursText(sweep).c_str());
   if (std::string q = client::QuarantineText(sweep); !q.empty()) std::printf("%s\n", q.c_str());
+  if (std::string p = client::PlanVsUsed(sweep, trials.size()); !p.empty()) {
+    std::printf("%s\n", p.c_str());
+  }
   if (show_.spec) std::printf("\n%s", sweep.spec_yaml().c_str());
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// `hpo validate|submit|fork|ls|show|cancel|pause|resume|nodes`: sweeps as a whole.
+// `hpo validate|plan|submit|fork|ls|show|cancel|pause|resume|nodes`: sweeps as a whole.
 
 #include <string>
 
@@ -31,6 +31,10 @@ class SweepCommands {
   struct PauseOptions {  // pause, resume
     int64_t sweep = 0;
   };
+  struct PlanOptions {
+    std::string file, step_time;
+    int64_t like = 0, steps = 0;
+  };
   struct NodesOptions {
     int64_t sweep = 0;
     std::string allow;
@@ -42,6 +46,7 @@ class SweepCommands {
   void Cancel();
   void PauseOrResume(bool pause);
   void Nodes();
+  void Plan();
 
   int& rc_;
   FileOptions validate_, submit_, fork_;
@@ -50,6 +55,7 @@ class SweepCommands {
   CancelOptions cancel_;
   PauseOptions pause_, resume_;
   NodesOptions nodes_;
+  PlanOptions plan_;
 };
 
 }  // namespace hpo::client::cli

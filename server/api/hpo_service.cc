@@ -260,6 +260,17 @@ grpc::ServerUnaryReactor* HpoServiceImpl::ValidateSweep(grpc::CallbackServerCont
       [resp](v1::ValidateSweepResponse answer) { *resp = std::move(answer); }, false);
 }
 
+grpc::ServerUnaryReactor* HpoServiceImpl::PlanSweep(grpc::CallbackServerContext* ctx,
+                                                    const v1::PlanSweepRequest* req,
+                                                    v1::PlanSweepResponse* resp) {
+  return RunReplying<v1::PlanSweepResponse>(
+      ctx, {Action::kUse},
+      [this, req](const Allowed& allowed, Controller::Reply<v1::PlanSweepResponse> reply) {
+        return controller_.Plan(allowed, *req, std::move(reply));
+      },
+      [resp](v1::PlanSweepResponse answer) { *resp = std::move(answer); }, false);
+}
+
 grpc::ServerUnaryReactor* HpoServiceImpl::SubmitSweep(grpc::CallbackServerContext* ctx,
                                                       const v1::SubmitSweepRequest* req,
                                                       v1::SubmitSweepResponse* resp) {

@@ -46,6 +46,9 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   grpc::ServerUnaryReactor* ResumeSweep(grpc::CallbackServerContext* ctx,
                                         const v1::ResumeSweepRequest* req,
                                         v1::ResumeSweepResponse* resp) override;
+  grpc::ServerUnaryReactor* PlanSweep(grpc::CallbackServerContext* ctx,
+                                      const v1::PlanSweepRequest* req,
+                                      v1::PlanSweepResponse* resp) override;
   grpc::ServerUnaryReactor* AllowNode(grpc::CallbackServerContext* ctx,
                                       const v1::AllowNodeRequest* req,
                                       v1::AllowNodeResponse* resp) override;

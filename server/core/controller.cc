@@ -101,21 +101,106 @@ v1::Sweep Controller::View(const Sweep& sweep, bool with_spec) const {
 
 Controller::Done Controller::Vetting(int64_t sweep_id, const SweepSpec& spec,
                                      std::function<Done(const absl::Status&)> then) {
-  struct State {
-    bool calling = true;
-    std::optional<Done> done;
-  };
-  auto state = std::make_shared<State>();
-  backend_.Vet(sweep_id, spec.MaxResources(), spec.placement, /*starts_now=*/true,
-               [this, state, then](const absl::Status& s) {
-                 if (state->calling) {
-                   state->done = then(s);
-                   return;
-                 }
-                 Post([then, s]() -> Done { return then(s); });
-               });
-  state->calling = false;
-  return state->done ? std::move(*state->done) : nullptr;
+  return Awaiting<absl::Status>(
+      [this, sweep_id, r = spec.MaxResources(), p = spec.placement](auto answer) {
+        backend_.Vet(sweep_id, r, p, /*starts_now=*/true, std::move(answer));
+      },
+      std::move(then));
+}
+
+absl::StatusOr<EstimateInputs> Controller::InputsFor(const Caller& caller, const SweepSpec& spec,
+                                                     int64_t limit,
+                                                     const v1::PlanSweepRequest& req) const {
+  EstimateInputs in;
+  in.limit = limit;
+  std::string steps_from, time_from;
+  if (int64_t like = req.like_sweep() > 0 ? req.like_sweep() : spec.plan.like; like > 0) {
+    RETURN_IF_ERROR(Authorize(caller, Need{Action::kView, like}));
+    ASSIGN_OR_RETURN(Sweep * from, FindSweep(like));
+    std::vector<const TrialRecord*> trials;
+    for (const auto& t : from->trials()) trials.push_back(&t->rec);
+    EstimateInputs learned = InputsFromTrials(trials);
+    if (learned.step_seconds.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sweep ", like, " has no finished trial with a report to learn a step's time from"));
+    }
+    in.step_seconds = std::move(learned.step_seconds);
+    time_from = absl::StrCat("sweep ", like, "'s ", in.step_seconds.size(), " finished trial(s)");
+    if (learned.steps > 0) {
+      in.steps = learned.steps;
+      steps_from = absl::StrCat("sweep ", like, "'s completed trials");
+    }
+  }
+  if (spec.plan.step_time) {
+    in.step_seconds = {absl::ToDoubleSeconds(*spec.plan.step_time)};
+    time_from = "the file's plan.step_time";
+  }
+  if (req.step_seconds() > 0) {
+    in.step_seconds = {req.step_seconds()};
+    time_from = "given";
+  }
+  if (in.steps <= 0 && spec.early_stopping.max_resource > 0) {
+    in.steps = spec.early_stopping.max_resource;
+    steps_from = "early_stopping.max_resource";
+  }
+  if (spec.plan.steps > 0) {
+    in.steps = spec.plan.steps;
+    steps_from = "the file's plan.steps";
+  }
+  if (req.steps() > 0) {
+    in.steps = req.steps();
+    steps_from = "given";
+  }
+  in.basis = absl::StrCat(in.steps, " step(s) a trial (", steps_from, ")");
+  if (!in.step_seconds.empty()) {
+    double sum = 0;
+    for (double s : in.step_seconds) sum += s;
+    absl::StrAppend(&in.basis, ", ",
+                    absl::FormatDuration(absl::Milliseconds(
+                        std::round(1000 * sum / static_cast<double>(in.step_seconds.size())))),
+                    " a step (", time_from, in.step_seconds.size() > 1 ? ", on average" : "", ")");
+  }
+  return in;
+}
+
+Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepRequest& req,
+                                  Reply<v1::PlanSweepResponse> reply) {
+  if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
+  v1::PlanSweepResponse resp;
+  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
+  for (const std::string& e : planned.errors) resp.add_errors(e);
+  if (!planned.plan) return reply(std::move(resp));
+  const SweepSpec& spec = planned.plan->spec;
+  absl::StatusOr<EstimateInputs> in = InputsFor(allowed.caller(), spec, planned.plan->limit, req);
+  absl::StatusOr<Estimate> estimate = in.ok() ? EstimateSweep(spec, *in) : in.status();
+  if (!estimate.ok()) {
+    resp.add_errors(std::string(estimate.status().message()));
+    return reply(std::move(resp));
+  }
+  *resp.mutable_estimate() = EstimateProto(*estimate);
+  const absl::Time asked = clock_.Now();
+  using Wait = absl::StatusOr<backend::Capacity::QueueWait>;
+  return Awaiting<Wait>(
+      [this, r = spec.MaxResources(), p = spec.placement](auto answer) {
+        backend_.ExpectedStart(r, p, std::move(answer));
+      },
+      [resp, reply, asked](const Wait& wait) mutable -> Done {
+        v1::SweepEstimate* e = resp.mutable_estimate();
+        if (wait.ok()) {
+          e->set_has_queue_wait(true);
+          e->set_queue_wait_seconds(std::max(0.0, absl::ToDoubleSeconds(wait->start - asked)));
+          e->set_queue_wait_basis(absl::StrCat("slurmctld's will_run for ", wait->what));
+        } else if (!absl::IsUnimplemented(wait.status())) {
+          e->set_queue_wait_basis(absl::StrCat("no queue wait: ", wait.status().message()));
+        }
+        return reply(std::move(resp));
+      });
+}
+
+absl::StatusOr<v1::PlanSweepResponse> Controller::Plan(const Allowed& allowed,
+                                                       const v1::PlanSweepRequest& req) {
+  return Inline<v1::PlanSweepResponse>(
+      [&](Reply<v1::PlanSweepResponse> reply) { return Plan(allowed, req, reply); });
 }
 
 Controller::Done Controller::Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
@@ -182,6 +267,15 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
   rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
   rec.queue = sweep->spec().enqueue;
   rec.name = !req.name().empty() ? req.name() : sweep->spec().name;
+  // What it is expected to cost, when its file (or the sweep it names as like) says how long its
+  // trials are; kept to compare with what it used.
+  if (absl::StatusOr<EstimateInputs> in =
+          InputsFor(allowed.caller(), sweep->spec(), sweep->plan.limit, v1::PlanSweepRequest());
+      in.ok() && in->steps > 0) {
+    if (absl::StatusOr<Estimate> e = EstimateSweep(sweep->spec(), *in); e.ok()) {
+      rec.plan_json = EstimateJson(*e);
+    }
+  }
   // Stored before the backend is asked, so that what it takes for the sweep (its first Slurm
   // allocation) carries the sweep's id; a sweep the backend refuses is deleted again.
   absl::StatusOr<int64_t> id = store_.InsertSweep(rec);

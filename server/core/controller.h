@@ -38,6 +38,7 @@
 #include "server/auth/auth.h"
 #include "server/core/batch_loop.h"
 #include "server/core/budget.h"
+#include "server/core/estimate.h"
 #include "server/core/event_publisher.h"
 #include "server/core/reads.h"
 #include "server/core/report_intake.h"
@@ -141,6 +142,9 @@ class Controller {
   using Reply = std::function<Done(absl::StatusOr<T>)>;
   Done Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
                 Reply<v1::ValidateSweepResponse> reply);
+  // What the sweep file would cost (estimate.h), with the backend's guess of the queue wait.
+  Done Plan(const Allowed& allowed, const v1::PlanSweepRequest& req,
+            Reply<v1::PlanSweepResponse> reply);
   // The sweep is the caller's (SweepRecord::owner).
   Done Submit(const Allowed& allowed, const v1::SubmitSweepRequest& req, Reply<v1::Sweep> reply);
   // The same, answered inline (tests, benchmarks): UNAVAILABLE when the backend's answer does not
@@ -149,6 +153,8 @@ class Controller {
       const Allowed& allowed, const v1::ValidateSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const Allowed& allowed,
                                                  const v1::SubmitSweepRequest& req);
+  [[nodiscard]] absl::StatusOr<v1::PlanSweepResponse> Plan(const Allowed& allowed,
+                                                           const v1::PlanSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(const Allowed& allowed, int64_t sweep_id) const;
   // The sweeps the caller may view (a kUse ruling).
   [[nodiscard]] absl::StatusOr<std::vector<v1::Sweep>> ListSweeps(const Allowed& allowed,
@@ -226,6 +232,32 @@ class Controller {
   // returns is returned), or in a batch of its own (null is returned).
   Done Vetting(int64_t sweep_id, const SweepSpec& spec,
                std::function<Done(const absl::Status&)> then);
+  // A backend's answer (`ask` gets the callback), with `then` run on this thread: inline (what it
+  // returns is returned), or in a batch of its own (null is returned).
+  template <typename T>
+  Done Awaiting(const std::function<void(std::function<void(const T&)>)>& ask,
+                std::function<Done(const T&)> then) {
+    struct State {
+      bool calling = true;
+      std::optional<Done> done;
+    };
+    auto state = std::make_shared<State>();
+    ask([this, state, then](const T& answer) {
+      if (state->calling) {
+        state->done = then(answer);
+        return;
+      }
+      Post([then, answer]() -> Done { return then(answer); });
+    });
+    state->calling = false;
+    return state->done ? std::move(*state->done) : nullptr;
+  }
+  // What an estimate of `spec` needs to know of a trial (estimate.h): from `req` (when given),
+  // the file's `plan:`, the sweep it names as like (which `caller` must be able to view), or its
+  // early stopping's max_resource.
+  [[nodiscard]] absl::StatusOr<EstimateInputs> InputsFor(const Caller& caller,
+                                                         const SweepSpec& spec, int64_t limit,
+                                                         const v1::PlanSweepRequest& req) const;
   // A sweep the backend accepted: it joins the table and starts.
   absl::StatusOr<v1::Sweep> Admit(std::unique_ptr<Sweep> sweep, std::vector<TrialRecord> inherited);
   // An inline answer of an asynchronous verb (the sync Validate and Submit).

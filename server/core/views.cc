@@ -64,6 +64,9 @@ v1::Sweep SweepView(const Sweep& sweep, bool with_spec, absl::Time now) {
   }
   for (const Constraint& c : spec.constraints) out.add_constraints(c.Text());
   out.set_pareto_front_size(static_cast<int64_t>(sweep.front().size()));
+  if (std::optional<Estimate> plan = EstimateFromJson(sweep.rec.plan_json)) {
+    *out.mutable_plan() = EstimateProto(*plan);
+  }
   for (const auto& [name, n] : sweep.rec.nodes) {
     v1::NodeHealth* node = out.add_nodes();
     node->set_node(name);
@@ -71,6 +74,25 @@ v1::Sweep SweepView(const Sweep& sweep, bool with_spec, absl::Time now) {
     node->set_quarantined(n.quarantined);
     node->set_last_failure(n.last_failure);
   }
+  return out;
+}
+
+v1::SweepEstimate EstimateProto(const Estimate& e) {
+  v1::SweepEstimate out;
+  auto set = [](v1::EstimateRange* to, const EstimateRange& from) {
+    to->set_low(from.low);
+    to->set_expected(from.expected);
+    to->set_high(from.high);
+  };
+  set(out.mutable_trials(), e.trials);
+  set(out.mutable_steps(), e.steps);
+  out.set_has_cost(e.has_cost);
+  if (e.has_cost) {
+    set(out.mutable_gpu_hours(), e.gpu_hours);
+    set(out.mutable_node_hours(), e.node_hours);
+    set(out.mutable_wall_seconds(), e.wall_seconds);
+  }
+  out.set_basis(e.basis);
   return out;
 }
 

@@ -122,6 +122,14 @@ struct FailureRules {
 // remote errors, CUDA's device-unavailable and unknown errors.
 const std::vector<FailureRule>& DefaultInfrastructureRules();
 
+// The `plan:` section: what an estimate of the sweep's cost cannot know from its schedule
+// (server/core/estimate.h).
+struct PlanInputs {
+  int64_t steps = 0;  // steps a trial reports when nothing stops it; 0: unknown
+  std::optional<absl::Duration> step_time;  // the time of one step
+  int64_t like = 0;                         // an earlier sweep whose trials say both (0: none)
+};
+
 struct SweepSpec {
   std::string name;
   std::string source;    // file name, for messages
@@ -152,6 +160,7 @@ struct SweepSpec {
   Checkpointing checkpoint;
   Health health;
   FailureRules failures;
+  PlanInputs plan;
   // The rule a trial that exited with `exit_code` / `term_signal` and wrote `stderr_tail` last
   // matches (its Describe()), or nullopt: a failure of the configuration.
   std::optional<std::string> InfrastructureFailure(int exit_code, int term_signal,

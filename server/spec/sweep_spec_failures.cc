@@ -1,5 +1,5 @@
 // SweepSpec, failures: which ends of a trial are the infrastructure's (FailureRules), and after
-// how many of them a node is quarantined.
+// how many of them a node is quarantined; and what the sweep's plan needs to know (`plan:`).
 #include <signal.h>
 #include <string.h>
 
@@ -127,6 +127,25 @@ void Parser::Failures(const YAML::Node& node, SweepSpec& spec) {
       continue;
     }
     spec.failures.rules.push_back(std::move(rule));
+  }
+}
+
+void Parser::PlanSection(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "plan")) return;
+  CheckKeys(node, "plan", {"steps", "step_time", "like"});
+  if (const YAML::Node n = node["steps"]) {
+    spec.plan.steps = Integer(n, "plan steps", 1, int64_t{1} << 40).value_or(0);
+  }
+  if (const YAML::Node n = node["step_time"]) {
+    std::optional<absl::Duration> d = Duration(n, "plan step_time");
+    if (d && *d <= absl::ZeroDuration()) {
+      Error(n, "plan step_time must be longer than 0");
+    } else if (d) {
+      spec.plan.step_time = *d;
+    }
+  }
+  if (const YAML::Node n = node["like"]) {
+    spec.plan.like = Integer(n, "plan like", 1, int64_t{1} << 53).value_or(0);
   }
 }
 

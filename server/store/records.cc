@@ -31,8 +31,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner, backend, budget_json, queue_json, applied_json, nodes_json)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite::Binder(st)
         .Int64(s.id)
@@ -49,7 +49,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
         .Text(BudgetChangeJson(s.budget_change))
         .Text(QueueJson(s.queue))
         .Text(AppliedJson(s.applied))
-        .Text(NodesJson(s.nodes));
+        .Text(NodesJson(s.nodes))
+        .Text(s.plan_json);
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
@@ -172,7 +173,7 @@ absl::Status SqliteStore::UpsertAllocation(const AllocationRecord& a) {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner, backend, budget_json, queue_json, applied_json, nodes_json "
+      "owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json "
       "FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
@@ -196,6 +197,7 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     s.queue = QueueFromJson(row.Text());
     s.applied = AppliedFromJson(row.Text());
     s.nodes = NodesFromJson(row.Text());
+    s.plan_json = row.Text();
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");

@@ -149,6 +149,8 @@ const std::vector<const char*> kMigrations = {
     // v11: nodes_json: the nodes where the sweep's trials failed by the infrastructure's fault,
     // {node: {failures, quarantined, last_failure}}.
     "ALTER TABLE sweeps ADD COLUMN nodes_json TEXT NOT NULL DEFAULT '{}';",
+    // v12: plan_json: what the sweep was expected to cost when it was submitted ('' none).
+    "ALTER TABLE sweeps ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';",
 };
 
 }  // namespace

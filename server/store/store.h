@@ -81,6 +81,9 @@ struct SweepRecord {
   // The nodes where its trials failed by the infrastructure's fault (a failures rule matched),
   // by name: how many did, and whether the node is quarantined (SweepSpec failures).
   std::map<std::string, NodeHealth> nodes;
+  // What the sweep was expected to cost when submitted (server/core/estimate.h's EstimateJson);
+  // empty when no estimate could be made.
+  std::string plan_json;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next

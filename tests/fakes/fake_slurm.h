@@ -43,12 +43,13 @@ class FakeSlurm final : public slurm::SlurmApi {
     return id;
   }
   int will_runs = 0;
-  [[nodiscard]] absl::Status WillRun(const slurm::JobRequest& req) override {
+  absl::Time will_start = absl::UnixEpoch();  // what WillRun answers
+  [[nodiscard]] absl::StatusOr<absl::Time> WillRun(const slurm::JobRequest& req) override {
     ++will_runs;
     if (req.partition == "nosuch") {
       return absl::InvalidArgumentError("Invalid partition name specified");
     }
-    return absl::OkStatus();
+    return will_start;
   }
   absl::Status query_error;  // what QueryMine answers while it is not OK
   [[nodiscard]] absl::StatusOr<std::vector<slurm::JobStatus>> QueryMine() override {

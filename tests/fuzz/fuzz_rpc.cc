@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return new fakes::TestDaemon(o);
   }();
   if (size < 1) return 0;
-  uint8_t kind = data[0] % 13;
+  uint8_t kind = data[0] % 14;
   ++data;
   --size;
   server::Controller& c = d->controller();
@@ -102,6 +102,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       v1::AllowNodeRequest r;
       if (Parse(r, data, size))
         (void)c.AllowNode(server::Controller::AllowedForTest(), r.sweep_id(), r.node());
+      break;
+    }
+    case 11: {
+      v1::PlanSweepRequest r;
+      if (Parse(r, data, size)) {
+        r.set_base_dir(d->root());
+        (void)c.Plan(server::Controller::AllowedForTest(), r);
+      }
       break;
     }
     default:

@@ -27,7 +27,8 @@ seeds = {
     "sweep": (8, pb.GetSweepRequest(sweep_id=1)),
     "sweeps": (9, pb.ListSweepsRequest(active_only=True)),
     "allow_node": (10, pb.AllowNodeRequest(sweep_id=1, node="n1")),
-    "tick": (11, None),
+    "plan": (11, pb.PlanSweepRequest(spec_yaml=ASHA, source="a.yaml", steps=27, step_seconds=2)),
+    "tick": (12, None),
 }
 os.makedirs(OUT, exist_ok=True)
 for name, (kind, msg) in seeds.items():

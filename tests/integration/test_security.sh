@@ -101,6 +101,7 @@ for req in (submit, pb.ListSweepsRequest(), pb.GetSweepRequest(sweep_id=a)):
               "GetSweepRequest": "GetSweep"}[type(req).__name__]
     expect("prom", method, req, DENIED, "a metrics token reads /metrics and nothing else")
 expect("prom", "DashboardLogin", pb.DashboardLoginRequest(), DENIED, "metrics")
+expect("prom", "PlanSweep", pb.PlanSweepRequest(spec_yaml="x: 1"), DENIED, "metrics")
 
 # Reads: vic everywhere, opal on sweep a only, nobody on b only.
 for who, sweep, want in (("vic", a, OK), ("vic", b, OK), ("opal", a, OK), ("opal", b, DENIED),

@@ -6,7 +6,8 @@
 # max_failed: 1 the sweep would end), the node is quarantined after 2 of them, nothing more of
 # the sweep runs there (steps skip it, later jobs carry --exclude), and each sweep completes on
 # the other node. The quarantine shows in `hpo show`, `hpo nodes` and /metrics, and
-# `hpo nodes SWEEP --allow NODE` lets the node back in.
+# `hpo nodes SWEEP --allow NODE` lets the node back in. First, `hpo plan` asks slurmctld (will_run)
+# when each sweep's first allocation or job would start.
 source "$(dirname "$0")/lib.sh"
 cluster_up 2 2 4
 start_hpod
@@ -36,6 +37,12 @@ slurm:
   allocation: {nodes: 2, gpus_per_node: 1, cpus_per_node: 2, max: 1}
 YAML
 done
+hpo plan "$WORK/steps.yaml" --steps 2 --step-time 0.5s >"$WORK/plan.txt" || fail "hpo plan: $(cat "$WORK/plan.txt")"
+grep -Eq "^  queue wait +[0-9.]+m?s \(slurmctld's will_run for the sweep's first allocation \(2 node\(s\) with 1 GPU\(s\) and 2 CPU\(s\) each\)\)$" "$WORK/plan.txt" \
+  && grep -Eq "^  GPU-hours +0.00222$" "$WORK/plan.txt" || fail "hpo plan, steps mode: $(cat "$WORK/plan.txt")"
+hpo plan "$WORK/jobs.yaml" --steps 2 --step-time 0.5s | grep -Eq "^  queue wait +[0-9.]+m?s \(slurmctld's will_run for one trial's job \(1 node\(s\), 1 GPU\(s\) each\)\)$" \
+  || fail "hpo plan, jobs mode: $(hpo plan "$WORK/jobs.yaml" --steps 2 --step-time 0.5s)"
+pass "hpo plan asks slurmctld when the first allocation (steps mode) or job (jobs mode) would start"
 steps=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
 jobs=$(hpo submit "$WORK/jobs.yaml" | tail -n 1)
 for id in $steps $jobs; do

@@ -77,6 +77,20 @@ def _value(v):
     return getattr(v, kind) if kind else None
 
 
+def _estimate(e):
+    """A SweepEstimate as a dict: each figure a (low, expected, high) tuple."""
+    r = lambda x: (x.low, x.expected, x.high)
+    out = {"trials": r(e.trials), "steps": r(e.steps), "basis": e.basis}
+    if e.has_cost:
+        out.update({"gpu_hours": r(e.gpu_hours), "node_hours": r(e.node_hours),
+                    "wall_seconds": r(e.wall_seconds)})
+    if e.has_queue_wait:
+        out["queue_wait_seconds"] = e.queue_wait_seconds
+    if e.queue_wait_basis:
+        out["queue_wait_basis"] = e.queue_wait_basis
+    return out
+
+
 def _ts(t):
     if t.seconds == 0 and t.nanos == 0:
         return None
@@ -163,6 +177,19 @@ class Client:
         r = self._call("ValidateSweep", hpo_pb2.ValidateSweepRequest(spec_yaml=text, source=name, base_dir=base))
         return r.valid, list(r.errors), r.summary
 
+    def plan(self, spec, like=None, steps=None, step_time_s=None, source=None):
+        """What a sweep would cost before it runs (as `hpo plan`): a dict of trials, steps,
+        gpu_hours, node_hours and wall_seconds, each (low, expected, high), with the basis and, on
+        Slurm, queue_wait_seconds. Raises HpoError when the file is invalid or a trial's length
+        is not known."""
+        text, name, base = self._spec(spec, source)
+        r = self._call("PlanSweep", hpo_pb2.PlanSweepRequest(
+            spec_yaml=text, source=name, base_dir=base, like_sweep=like or 0, steps=steps or 0,
+            step_seconds=step_time_s or 0))
+        if r.errors:
+            raise HpoError(grpc.StatusCode.INVALID_ARGUMENT, "\n".join(r.errors))
+        return _estimate(r.estimate)
+
     def submit(self, spec, name=None, source=None):
         """Submits a sweep (path, YAML string or dict) and returns its Sweep handle."""
         text, src, base = self._spec(spec, source)
@@ -228,7 +255,8 @@ class Sweep:
                                 else "minimize") for o in s.objectives],
                 "constraints": list(s.constraints),
                 "pareto_front_size": s.pareto_front_size,
-                "quarantined_nodes": [n.node for n in s.nodes if n.quarantined]}
+                "quarantined_nodes": [n.node for n in s.nodes if n.quarantined],
+                "plan": _estimate(s.plan) if s.HasField("plan") else None}
 
     def nodes(self):
         """The nodes where the sweep's trials failed by the infrastructure's fault (its failures

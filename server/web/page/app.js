@@ -207,8 +207,21 @@ function header(st) {
     ...counts, el("span", {id: "best"}, best),
     el("span", {}, "GPU-hours ", el("b", {}, fmt(s.charged_gpu_seconds / 3600)),
        s.gpu_hours_budget ? ` of ${fmt(s.gpu_hours_budget)}` : ""),
+    ...planned(s),
     ...quarantined(s),
     el("span", {class: "muted"}, s.message || ""));
+}
+
+// What the sweep was expected to cost when it was submitted (hpo plan), next to what it used.
+function planned(s) {
+  const p = s.plan;
+  if (!p || !p.trials) return [];
+  const range = (r, f) => r.low === r.high ? f(r.expected) : `${f(r.expected)} (${f(r.low)}–${f(r.high)})`;
+  const parts = [`${range(p.trials, fmt)} trials`];
+  if (p.has_cost) {
+    parts.push(`${range(p.gpu_hours, fmt)} GPU-hours`, `${range(p.wall_seconds, duration)} wall time`);
+  }
+  return [el("span", {id: "plan", title: p.basis || ""}, "plan ", el("b", {}, parts.join(", ")))];
 }
 
 // The sweep's quarantined nodes (none of its trials runs there), with the command that lets one

@@ -65,6 +65,7 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   s.source = "f.yaml";
   s.base_dir = "/b";
   s.created_at = absl::FromUnixSeconds(1000);
+  s.plan_json = "{\"trials\": [1, 2, 3]}";  // written once, at submit
   auto sid = (*store)->InsertSweep(s);
   ASSERT_TRUE(sid.ok());
   s.id = *sid;
@@ -107,6 +108,7 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   ASSERT_EQ(sweeps->size(), 1u);
   EXPECT_EQ((*sweeps)[0].name, "n");
   EXPECT_EQ((*sweeps)[0].nodes, s.nodes);
+  EXPECT_EQ((*sweeps)[0].plan_json, s.plan_json);
   auto trials = (*again)->LoadTrials(*sid);
   ASSERT_EQ(trials->size(), 1u);
   const TrialRecord& back = (*trials)[0];
@@ -355,7 +357,8 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
               version >= 7 ? std::optional<int64_t>(4) : std::nullopt);
     EXPECT_EQ((*trials)[0].origin, version >= 7 ? "enqueued" : "");
     EXPECT_EQ((*sweeps)[0].applied.size(), version >= 10 ? 1u : 0u);
-    EXPECT_TRUE((*sweeps)[0].nodes.empty());
+    EXPECT_EQ((*sweeps)[0].nodes.size(), version >= 11 ? 1u : 0u);
+    EXPECT_EQ((*sweeps)[0].plan_json, "");
     EXPECT_EQ((*store)->LoadAllocations(1)->size(), version >= 8 ? 1u : 0u);
     EXPECT_EQ((*store)->LoadTrialEvents(0, 10)->size(), 2u) << "sweep events have trial 0";
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
