@@ -4,12 +4,12 @@
 // Each run is real: the controller with its SQLite store, and the simulated backend with W GPUs;
 // a trial holds one GPU and reports after each step. A step takes one virtual second times a
 // factor of the trial's own, 0.5 to 1.5 from its first numeric parameter (a bigger model is a
-// slower one), so no declared step time is right for every trial. As a user would: a pilot sweep
-// (8 random trials run to the end) goes first; `hpo plan --like PILOT` then estimates the real
-// sweep (N trials, W at a time) from the pilot's trials; the sweep runs, and what it used (trials,
-// steps, GPU-hours, wall time) is read back. Per problem and method (random, TPE, random with
-// ASHA), over seeds: the plan's expected value and range, what was used, and the error. Prints
-// markdown tables.
+// slower one), so no declared step time is right for every trial. As a user would: `hpo plan
+// --pilot` runs the sweep's pilot first (8 random configurations, 5 steps each, a sweep of its
+// own) and estimates the real sweep (N trials, W at a time) like it; the sweep runs, and what it
+// used (trials, steps, GPU-hours, wall time) is read back. Per problem and method (random, TPE,
+// random with ASHA), over seeds: the plan's expected value and range, what was used, and the error.
+// Prints markdown tables.
 
 #include <algorithm>
 #include <cmath>
@@ -87,12 +87,15 @@ class Bench {
                         "stop_grace: 0s\nseed: ", seed, "\n");
   }
 
-  // Submits `yaml` and runs it to its end; returns its id.
-  int64_t Run(const std::string& yaml) {
+  // Submits `yaml` (or with `pilot_trials`, its pilot of that many trials, `pilot_steps` steps
+  // each: hpo plan --pilot) and runs it to its end; returns its id.
+  int64_t Run(const std::string& yaml, int pilot_trials = 0, int pilot_steps = 0) {
     hpo::v1::SubmitSweepRequest req;
     req.set_spec_yaml(yaml);
     req.set_source("plan.yaml");
     req.set_base_dir(daemon_.root());
+    req.set_pilot_trials(pilot_trials);
+    req.set_pilot_steps(pilot_steps);
     auto sweep = controller().Submit(Controller::AllowedForTest(), req);
     if (!sweep.ok()) Die(sweep.status().ToString());
     while (!controller().AllSweepsEnded()) {
@@ -156,10 +159,8 @@ class Bench {
     req.set_source("plan.yaml");
     req.set_base_dir(daemon_.root());
     req.set_like_sweep(like);
-    if (like == 0) {
-      req.set_steps(problem_.steps);
-      req.set_step_seconds(step_seconds);
-    }
+    req.set_steps(problem_.steps);  // a pilot's trials stop early: they do not show the length
+    if (like == 0) req.set_step_seconds(step_seconds);
     auto plan = controller().Plan(Controller::AllowedForTest(), req);
     if (!plan.ok()) Die(plan.status().ToString());
     if (plan->errors_size() > 0) Die(plan->errors(0));
@@ -209,13 +210,16 @@ int main(int argc, char** argv) {
   app.add_option("--workers", workers, "GPUs, and trials at a time");
   app.add_option("--seeds", seeds, "runs of each method");
   app.add_option("--problems", problems, "comma-separated: hartmann6, table:PATH");
+  int pilot_trials = 8, pilot_steps = 5;
+  app.add_option("--pilot-trials", pilot_trials, "the pilot's trials (hpo plan --pilot)");
+  app.add_option("--pilot-steps", pilot_steps, "steps each pilot trial runs");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   const std::vector<Method> methods = {
       {"random", "random", ""}, {"TPE", "tpe", ""}, {"random + ASHA", "random", "asha"}};
   std::printf(
       "| problem | method | seed | trials plan / used | steps plan | steps used | "
-      "GPU-hours plan --like (range) | declared 1 s | GPU-hours used | error --like | "
+      "GPU-hours plan --pilot (range) | declared 1 s | GPU-hours used | error --pilot | "
       "error declared | wall plan (range) | wall used |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   struct Tally {
@@ -224,7 +228,9 @@ int main(int argc, char** argv) {
     int covered = 0;
   };
   std::map<std::string, Tally> tally;
+  uint64_t problem_seed = 0;  // each problem draws configurations of its own
   for (const std::string& key : std::vector<std::string>(absl::StrSplit(problems, ','))) {
+    problem_seed += 1000;
     Problem problem;
     if (key == "hartmann6") {
       problem = hpo::bench::Hartmann6Curve();
@@ -244,8 +250,9 @@ int main(int argc, char** argv) {
     for (const Method& m : methods) {
       for (int seed = 1; seed <= seeds; ++seed) {
         Bench bench(problem, workers, "hpo-plan-bench");
-        int64_t pilot = bench.Run(bench.Yaml("pilot", 8, {"random", "random", ""}, seed + 100));
-        std::string yaml = bench.Yaml("sweep", trials, m, seed);
+        std::string yaml = bench.Yaml("sweep", trials, m, problem_seed + seed);
+        int64_t pilot = bench.Run(bench.Yaml("sweep", trials, m, problem_seed + seed + 100),
+                                  pilot_trials, pilot_steps);
         hpo::v1::SweepEstimate plan = bench.Plan(yaml, pilot);
         // The mean step time of the trials' factors (0.5 to 1.5): what a user who knew it would
         // declare; the error left is the schedule's alone.
@@ -278,9 +285,9 @@ int main(int argc, char** argv) {
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
   std::printf(
-      "\n| method | runs | GPU-hours: plan / used over all runs (--like) | declared 1 s | "
-      "median error --like | median error declared | largest error --like | used within the "
-      "--like range |\n|---|---|---|---|---|---|---|---|\n");
+      "\n| method | runs | GPU-hours: plan / used over all runs (--pilot) | declared 1 s | "
+      "median error --pilot | median error declared | largest error --pilot | used within the "
+      "--pilot range |\n|---|---|---|---|---|---|---|---|\n");
   for (const Method& m : methods) {
     const Tally& t = tally[m.name];
     const size_t n = t.like_errors.size();

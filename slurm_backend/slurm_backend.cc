@@ -398,6 +398,13 @@ void SlurmBackend::ExpectedStart(const Resources& r, const Placement& p, Started
   JobRequest req = where.mode == "jobs" ? ProbeRequest(r, p) : AllocationRequest(0, p);
   calls_.Post([api = api_.get(), req = std::move(req), what, done]() -> SlurmCalls::Then {
     absl::StatusOr<absl::Time> start = api->WillRun(req);
+    // A start a year or more ahead is slurmctld finding no time for the job at all (the nodes it
+    // could use are held without an end, or are still being cleaned after a job), not a wait.
+    if (start.ok() && *start - absl::Now() > absl::Hours(24 * 300)) {
+      start = absl::UnavailableError(absl::StrCat(
+          "unknown: slurmctld finds no start time for ", what,
+          " now (its nodes are held without an end, or still being cleaned after a job)"));
+    }
     return [done, start, what]() {
       if (!start.ok()) return done(start.status());
       done(QueueWait{*start, what});

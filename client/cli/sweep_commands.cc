@@ -38,6 +38,13 @@ SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
   plan->add_option("--like", plan_.like, "learn a step's time and a trial's steps from this sweep");
   plan->add_option("--steps", plan_.steps, "steps a trial reports when nothing stops it");
   plan->add_option("--step-time", plan_.step_time, "the time of one step (30s, 2m, ...)");
+  plan->add_flag("--pilot", plan_.pilot,
+                 "measure a step's time first: run the file's pilot (a few random configurations "
+                 "for a few steps each, a sweep of its own named NAME-pilot) and plan like it");
+  plan->add_option("--pilot-trials", plan_.pilot_trials, "the pilot's trials")
+      ->capture_default_str();
+  plan->add_option("--pilot-steps", plan_.pilot_steps, "steps each pilot trial runs")
+      ->capture_default_str();
   plan->callback([this] { Plan(); });
 
   CLI::App* submit = app.add_subcommand("submit", "submit a sweep; prints its id as the last line");
@@ -131,14 +138,70 @@ void SweepCommands::Plan() {
     }
     req.set_step_seconds(absl::ToDoubleSeconds(*d));
   }
-  auto c = Connect();
-  v1::PlanSweepResponse resp = OrExit(c->Plan(req));
-  if (resp.errors_size() > 0) {
-    for (const auto& e : resp.errors()) std::fprintf(stderr, "%s\n", e.c_str());
+  if (plan_.pilot && (plan_.like > 0 || !plan_.step_time.empty())) {
+    std::fprintf(stderr,
+                 "hpo plan: --pilot measures a step's time; it does not go with --like or "
+                 "--step-time\n");
     rc_ = kExitError;
     return;
   }
-  std::printf("plan for %s:\n%s", plan_.file.c_str(), client::PlanText(resp.estimate()).c_str());
+  auto c = Connect();
+  auto plan = [&]() -> bool {
+    v1::PlanSweepResponse resp = OrExit(c->Plan(req));
+    for (const auto& e : resp.errors()) std::fprintf(stderr, "%s\n", e.c_str());
+    if (resp.errors_size() > 0) return false;
+    std::printf("plan for %s:\n%s", plan_.file.c_str(), client::PlanText(resp.estimate()).c_str());
+    return true;
+  };
+  if (!plan_.pilot) {
+    if (!plan()) rc_ = kExitError;
+    return;
+  }
+  // The file is checked (and a trial's length known) before the pilot costs anything.
+  if (v1::PlanSweepResponse first = OrExit(c->Plan(req)); first.errors_size() > 0) {
+    for (const auto& e : first.errors()) std::fprintf(stderr, "%s\n", e.c_str());
+    rc_ = kExitError;
+    return;
+  }
+  v1::SubmitSweepRequest sreq;
+  ReadSpec(plan_.file, sreq);
+  sreq.set_pilot_trials(plan_.pilot_trials);
+  sreq.set_pilot_steps(plan_.pilot_steps);
+  absl::StatusOr<v1::Sweep> pilot = c->Submit(sreq);
+  if (!pilot.ok()) {
+    rc_ = Fail(pilot.status());
+    return;
+  }
+  std::fprintf(stderr, "pilot: sweep %lld '%s', %lld trial(s) of %lld step(s), %lld at a time\n",
+               static_cast<long long>(pilot->id()), pilot->name().c_str(),
+               static_cast<long long>(plan_.pilot_trials),
+               static_cast<long long>(plan_.pilot_steps),
+               static_cast<long long>(pilot->max_concurrent()));
+  absl::StatusOr<v1::Sweep> ended =
+      FollowUntilEnded(c, pilot->id(), absl::InfiniteFuture(), nullptr);
+  if (!ended.ok()) {
+    rc_ = Fail(ended.status());
+    return;
+  }
+  std::fprintf(stderr, "pilot: sweep %lld ended %s\n", static_cast<long long>(pilot->id()),
+               v1::StateName(ended->state()).c_str());
+  // Its allocations end once released (their agents end them); until then the queue wait the
+  // plan asks slurmctld for would count them as in the way.
+  for (absl::Time until = absl::Now() + absl::Minutes(1); ended->nodes_held() > 0;) {
+    if (absl::Now() > until) break;
+    absl::SleepFor(absl::Milliseconds(500));
+    ended = c->GetSweep(pilot->id());
+    if (!ended.ok()) {
+      rc_ = Fail(ended.status());
+      return;
+    }
+  }
+  req.set_like_sweep(pilot->id());
+  if (!plan()) {
+    std::fprintf(stderr, "hpo plan: see hpo show %lld and hpo trials %lld for the pilot\n",
+                 static_cast<long long>(pilot->id()), static_cast<long long>(pilot->id()));
+    rc_ = kExitError;
+  }
 }
 
 void SweepCommands::Submit(const FileOptions& options) {

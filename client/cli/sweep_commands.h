@@ -34,6 +34,8 @@ class SweepCommands {
   struct PlanOptions {
     std::string file, step_time;
     int64_t like = 0, steps = 0;
+    bool pilot = false;
+    int64_t pilot_trials = 3, pilot_steps = 5;
   };
   struct NodesOptions {
     int64_t sweep = 0;

@@ -108,101 +108,6 @@ Controller::Done Controller::Vetting(int64_t sweep_id, const SweepSpec& spec,
       std::move(then));
 }
 
-absl::StatusOr<EstimateInputs> Controller::InputsFor(const Caller& caller, const SweepSpec& spec,
-                                                     int64_t limit,
-                                                     const v1::PlanSweepRequest& req) const {
-  EstimateInputs in;
-  in.limit = limit;
-  std::string steps_from, time_from;
-  if (int64_t like = req.like_sweep() > 0 ? req.like_sweep() : spec.plan.like; like > 0) {
-    RETURN_IF_ERROR(Authorize(caller, Need{Action::kView, like}));
-    ASSIGN_OR_RETURN(Sweep * from, FindSweep(like));
-    std::vector<const TrialRecord*> trials;
-    for (const auto& t : from->trials()) trials.push_back(&t->rec);
-    EstimateInputs learned = InputsFromTrials(trials);
-    if (learned.step_seconds.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "sweep ", like, " has no finished trial with a report to learn a step's time from"));
-    }
-    in.step_seconds = std::move(learned.step_seconds);
-    time_from = absl::StrCat("sweep ", like, "'s ", in.step_seconds.size(), " finished trial(s)");
-    if (learned.steps > 0) {
-      in.steps = learned.steps;
-      steps_from = absl::StrCat("sweep ", like, "'s completed trials");
-    }
-  }
-  if (spec.plan.step_time) {
-    in.step_seconds = {absl::ToDoubleSeconds(*spec.plan.step_time)};
-    time_from = "the file's plan.step_time";
-  }
-  if (req.step_seconds() > 0) {
-    in.step_seconds = {req.step_seconds()};
-    time_from = "given";
-  }
-  if (in.steps <= 0 && spec.early_stopping.max_resource > 0) {
-    in.steps = spec.early_stopping.max_resource;
-    steps_from = "early_stopping.max_resource";
-  }
-  if (spec.plan.steps > 0) {
-    in.steps = spec.plan.steps;
-    steps_from = "the file's plan.steps";
-  }
-  if (req.steps() > 0) {
-    in.steps = req.steps();
-    steps_from = "given";
-  }
-  in.basis = absl::StrCat(in.steps, " step(s) a trial (", steps_from, ")");
-  if (!in.step_seconds.empty()) {
-    double sum = 0;
-    for (double s : in.step_seconds) sum += s;
-    absl::StrAppend(&in.basis, ", ",
-                    absl::FormatDuration(absl::Milliseconds(
-                        std::round(1000 * sum / static_cast<double>(in.step_seconds.size())))),
-                    " a step (", time_from, in.step_seconds.size() > 1 ? ", on average" : "", ")");
-  }
-  return in;
-}
-
-Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepRequest& req,
-                                  Reply<v1::PlanSweepResponse> reply) {
-  if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
-  v1::PlanSweepResponse resp;
-  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
-  for (const std::string& e : planned.errors) resp.add_errors(e);
-  if (!planned.plan) return reply(std::move(resp));
-  const SweepSpec& spec = planned.plan->spec;
-  absl::StatusOr<EstimateInputs> in = InputsFor(allowed.caller(), spec, planned.plan->limit, req);
-  absl::StatusOr<Estimate> estimate = in.ok() ? EstimateSweep(spec, *in) : in.status();
-  if (!estimate.ok()) {
-    resp.add_errors(std::string(estimate.status().message()));
-    return reply(std::move(resp));
-  }
-  *resp.mutable_estimate() = EstimateProto(*estimate);
-  const absl::Time asked = clock_.Now();
-  using Wait = absl::StatusOr<backend::Capacity::QueueWait>;
-  return Awaiting<Wait>(
-      [this, r = spec.MaxResources(), p = spec.placement](auto answer) {
-        backend_.ExpectedStart(r, p, std::move(answer));
-      },
-      [resp, reply, asked](const Wait& wait) mutable -> Done {
-        v1::SweepEstimate* e = resp.mutable_estimate();
-        if (wait.ok()) {
-          e->set_has_queue_wait(true);
-          e->set_queue_wait_seconds(std::max(0.0, absl::ToDoubleSeconds(wait->start - asked)));
-          e->set_queue_wait_basis(absl::StrCat("slurmctld's will_run for ", wait->what));
-        } else if (!absl::IsUnimplemented(wait.status())) {
-          e->set_queue_wait_basis(absl::StrCat("no queue wait: ", wait.status().message()));
-        }
-        return reply(std::move(resp));
-      });
-}
-
-absl::StatusOr<v1::PlanSweepResponse> Controller::Plan(const Allowed& allowed,
-                                                       const v1::PlanSweepRequest& req) {
-  return Inline<v1::PlanSweepResponse>(
-      [&](Reply<v1::PlanSweepResponse> reply) { return Plan(allowed, req, reply); });
-}
-
 Controller::Done Controller::Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
                                       Reply<v1::ValidateSweepResponse> reply) {
   if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
@@ -248,6 +153,20 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
     for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
     return reply(absl::InvalidArgumentError(msg));
   }
+  // A pilot: the file checked as it is, then its pilot planned and run in its place.
+  std::string spec_yaml = req.spec_yaml();
+  if (req.pilot_trials() != 0 || req.pilot_steps() != 0) {
+    absl::StatusOr<std::string> pilot =
+        PilotYaml(req.spec_yaml(), req.pilot_trials(), req.pilot_steps());
+    if (!pilot.ok()) return reply(pilot.status());
+    spec_yaml = std::move(*pilot);
+    planned = PlanSweep(spec_yaml, req.source(), req.base_dir(), &backend_);
+    if (!planned.plan) {
+      std::string msg = "the sweep's pilot is invalid:";
+      for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
+      return reply(absl::InvalidArgumentError(msg));
+    }
+  }
   if (req.warm_start_sweep() > 0) planned.plan->spec.warm_start_sweep = req.warm_start_sweep();
   std::vector<TrialRecord> inherited;
   if (int64_t from = planned.plan->spec.warm_start_sweep; from > 0) {
@@ -258,7 +177,7 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
   auto sweep = std::make_unique<Sweep>();
   sweep->plan = std::move(*planned.plan);
   SweepRecord& rec = sweep->rec;
-  rec.spec_yaml = req.spec_yaml();
+  rec.spec_yaml = std::move(spec_yaml);
   rec.source = req.source().empty() ? "<spec>" : req.source();
   rec.base_dir = AbsolutePath(req.base_dir().empty() ? "." : req.base_dir());
   rec.state = v1::SWEEP_STATE_RUNNING;

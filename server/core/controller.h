@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -258,6 +259,8 @@ class Controller {
   [[nodiscard]] absl::StatusOr<EstimateInputs> InputsFor(const Caller& caller,
                                                          const SweepSpec& spec, int64_t limit,
                                                          const v1::PlanSweepRequest& req) const;
+  // The first and last report of each of `trials`' most recent finished ones, from the store.
+  std::map<int64_t, ReportSpan> ReportSpans(const std::vector<const TrialRecord*>& trials) const;
   // A sweep the backend accepted: it joins the table and starts.
   absl::StatusOr<v1::Sweep> Admit(std::unique_ptr<Sweep> sweep, std::vector<TrialRecord> inherited);
   // An inline answer of an asynchronous verb (the sync Validate and Submit).

@@ -45,6 +45,7 @@ absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInp
   std::uniform_real_distribution<double> uniform(0, 1);
   std::normal_distribution<double> noise(0, 0.02);
   const Budget& budget = spec.budget;
+  const int64_t steps = at_steps.back();
   const backend::Resources r = spec.MaxResources();
   const double gpus = static_cast<double>(r.gpus) * std::max(1, r.nodes);
   const double nodes = std::max(1, r.nodes);
@@ -52,24 +53,35 @@ absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInp
   const double wall_limit = budget.wall_time ? absl::ToDoubleSeconds(*budget.wall_time) : HUGE_VAL;
   const double gpu_budget = budget.gpu_hours ? *budget.gpu_hours * 3600 : HUGE_VAL;
   // Without a step time, a step takes 1 s: the order of events is all the schedule needs. With
-  // measured ones, each run draws its own sample of the same size from them (a bootstrap), so
+  // measured trials, each run draws its own sample of the same size from them (a bootstrap), so
   // that the range also says how little a few measured trials tell of the rest.
-  std::vector<double> sample = in.step_seconds;
-  if (sample.size() > 1) {
-    std::uniform_int_distribution<size_t> pick(0, in.step_seconds.size() - 1);
-    for (double& s : sample) s = in.step_seconds[pick(rng)];
+  struct Timing {
+    double step = 1, startup = 0, tail = 0;
+  };
+  std::vector<Timing> measured;
+  for (size_t i = 0; i < in.step_seconds.size(); ++i) {
+    measured.push_back({std::max(1e-6, in.step_seconds[i]),
+                        i < in.startup_seconds.size() ? in.startup_seconds[i] : 0,
+                        i < in.tail_seconds.size() ? in.tail_seconds[i] : 0});
   }
-  auto step_time = [&]() {
-    if (sample.empty()) return 1.0;
+  std::vector<Timing> sample = measured;
+  if (sample.size() > 1) {
+    std::uniform_int_distribution<size_t> pick(0, measured.size() - 1);
+    for (Timing& s : sample) s = measured[pick(rng)];
+  }
+  auto timing = [&]() {
+    if (sample.empty()) return Timing();
     std::uniform_int_distribution<size_t> pick(0, sample.size() - 1);
-    return std::max(1e-6, sample[pick(rng)]);
+    return sample[pick(rng)];
   };
 
   struct Trial {
-    double start = 0, tau = 1, quality = 0;  // tau: the time of one step
+    double start = 0, quality = 0;
+    Timing time;
     bool running = true;
-    int64_t step = 0;  // the last step reported
-    size_t next = 0;   // into at_steps: the next report
+    bool finishing = false;  // made its last report; ends after its tail
+    int64_t step = 0;        // the last step reported
+    size_t next = 0;         // into at_steps: the next report
     std::vector<std::pair<int64_t, double>> points;
   };
   std::vector<Trial> trials;
@@ -96,7 +108,7 @@ absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInp
   };
   // The time until trial `t`'s next report.
   auto until_next = [&](const Trial& t) {
-    return t.tau * static_cast<double>(at_steps[t.next] - t.step);
+    return t.time.step * static_cast<double>(at_steps[t.next] - t.step);
   };
   constexpr size_t kMaxTrials = 100000;  // a bound on the work, far past any sane sweep
   auto launch = [&] {
@@ -105,10 +117,11 @@ absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInp
            trials.size() < kMaxTrials && now < wall_limit && used_gpu_seconds() < gpu_budget) {
       Trial t;
       t.start = now;
-      t.tau = step_time();
+      t.time = timing();
       t.quality = uniform(rng);
       trials.push_back(std::move(t));
-      next.emplace(now + until_next(trials.back()), static_cast<int64_t>(trials.size()) - 1);
+      next.emplace(now + trials.back().time.startup + until_next(trials.back()),
+                   static_cast<int64_t>(trials.size()) - 1);
       running_starts += now;
       ++running;
     }
@@ -124,16 +137,24 @@ absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInp
       continue;
     }
     now = at;
+    if (t.finishing) {
+      end(t, now);
+      launch();
+      continue;
+    }
     t.step = at_steps[t.next++];
     double value = t.quality + 1.0 / static_cast<double>(t.step) + noise(rng);
     t.points.emplace_back(t.step, value);
-    bool last = t.step >= in.steps;
+    bool last = t.step >= steps;
     algorithms::Curve curve;
     curve.trial_number = number;
     curve.points = t.points;
     curve.finished = last;
     algorithms::StopDecision d = stopper.Observe(curve, algorithms::Direction::kMinimize);
-    if (last || d.decision == algorithms::Decision::kStop) {
+    if (last && t.time.tail > 0) {
+      t.finishing = true;
+      next.emplace(now + t.time.tail, number);
+    } else if (last || d.decision == algorithms::Decision::kStop) {
       end(t, now);
       launch();
     } else {
@@ -193,9 +214,11 @@ absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec, const EstimateInpu
     trials_bound = in.limit > 0 ? std::min(trials_bound, by_wall) : by_wall;
   }
   trials_bound = std::min(trials_bound, 100000.0);
-  std::vector<int64_t> at_steps = ReportSteps(in.steps, 20, 1.1);
+  // A trial's length: its steps, or fewer when the budget stops each trial earlier.
+  const int64_t length = b.max_trial_steps > 0 ? std::min(in.steps, b.max_trial_steps) : in.steps;
+  std::vector<int64_t> at_steps = ReportSteps(length, 20, 1.1);
   if (trials_bound * static_cast<double>(at_steps.size()) > 1e6) {
-    at_steps = ReportSteps(in.steps, 3, 1.5);
+    at_steps = ReportSteps(length, 3, 1.5);
   }
   const double per_run = std::max(1.0, trials_bound * static_cast<double>(at_steps.size()));
   const int runs = std::max(1, std::min(in.runs, std::max(3, static_cast<int>(2e6 / per_run))));
@@ -222,16 +245,32 @@ absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec, const EstimateInpu
   return e;
 }
 
-EstimateInputs InputsFromTrials(const std::vector<const TrialRecord*>& trials) {
+EstimateInputs InputsFromTrials(const std::vector<const TrialRecord*>& trials,
+                                const std::map<int64_t, ReportSpan>& spans) {
   EstimateInputs in;
   std::vector<double> last_steps;
   for (const TrialRecord* t : trials) {
     if (t->state != v1::TRIAL_STATE_COMPLETED && t->state != v1::TRIAL_STATE_STOPPED) continue;
     if (t->step < 1 || !t->started_at || !t->ended_at) continue;
+    const bool completed = t->state == v1::TRIAL_STATE_COMPLETED;
     double run = absl::ToDoubleSeconds(*t->ended_at - *t->started_at);
     if (run <= 0) continue;
-    in.step_seconds.push_back(run / static_cast<double>(t->step));
-    if (t->state == v1::TRIAL_STATE_COMPLETED) last_steps.push_back(static_cast<double>(t->step));
+    double step = run / static_cast<double>(t->step), startup = 0, tail = 0;
+    if (auto it = spans.find(t->id); it != spans.end()) {
+      const ReportSpan& span = it->second;
+      double between = absl::ToDoubleSeconds(span.last - span.first);
+      if (span.last_step > span.first_step && between > 0) {
+        step = between / static_cast<double>(span.last_step - span.first_step);
+        startup = std::max(0.0, absl::ToDoubleSeconds(span.first - *t->started_at) -
+                                    step * static_cast<double>(span.first_step));
+        // A stopped trial's end is hpod's stop, not its own: no tail of its own.
+        if (completed) tail = std::max(0.0, absl::ToDoubleSeconds(*t->ended_at - span.last));
+      }
+    }
+    in.step_seconds.push_back(step);
+    in.startup_seconds.push_back(startup);
+    in.tail_seconds.push_back(tail);
+    if (completed) last_steps.push_back(static_cast<double>(t->step));
   }
   in.steps = static_cast<int64_t>(Median(last_steps));
   return in;

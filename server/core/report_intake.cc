@@ -171,6 +171,12 @@ absl::Status ReportIntake::Take(Sweep& sweep, TrialRuntime& trial, const v1::Rep
   } else if (value) {
     Judge(sweep, trial, step, *value, may_stop);
   }
+  if (int64_t most = sweep.spec().budget.max_trial_steps;
+      most > 0 && step >= most && may_stop && !trial.stop_requested()) {
+    lifecycle_.RequestStop(sweep, trial, v1::TRIAL_STATE_STOPPED,
+                           absl::StrCat("reached budget.max_trial_steps (", most, ")"),
+                           sweep.spec().stop_grace);
+  }
   trial.NoteReport(report.report_id, report.step);
   trial.pace.Note(report.time);
   trial.last_report = std::move(report);

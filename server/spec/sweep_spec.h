@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "algorithms/sampler.h"
 #include "algorithms/search_space.h"
@@ -57,6 +58,9 @@ struct Budget {
   std::optional<double> gpu_hours;
   // ... and node-hours (nodes held times time held): see server/core/usage.h for what is counted.
   std::optional<double> node_hours;
+  // A trial is stopped (STOPPED) once it reports this step; 0: never. A pilot's trials run a few
+  // steps this way (hpo plan --pilot).
+  int64_t max_trial_steps = 0;
 };
 
 // The `checkpoint:` section: the sweep's trials are resumable. A trial an interruption takes (a
@@ -210,5 +214,12 @@ inline constexpr size_t kMaxParameters = 256;
 
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
                            const std::string& base_dir);
+
+// The pilot of the sweep file `yaml` (hpo plan --pilot): named NAME-pilot, `trials` random
+// configurations of its space run at its concurrency (at most `trials`), each stopped once it
+// reports step `steps` (budget.max_trial_steps); its early stopping, enqueued configurations,
+// warm start and plan are dropped, the rest (command, resources, placement) kept. Checks only
+// the pilot's own bounds; the result is a sweep file to parse like any other.
+absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, int64_t steps);
 
 }  // namespace hpo::server

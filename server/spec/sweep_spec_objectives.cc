@@ -165,7 +165,8 @@ void Parser::Constraints(const YAML::Node& node, SweepSpec& spec) {
 void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "budget")) return;
   CheckKeys(node, "budget",
-            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours", "node_hours"});
+            {"max_trials", "max_concurrent", "max_failed", "wall_time", "gpu_hours", "node_hours",
+             "max_trial_steps"});
   constexpr int64_t kBig = 100'000'000;
   if (node["max_trials"])
     spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
@@ -177,6 +178,10 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
   if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
   spec.budget.gpu_hours = Hours(node["gpu_hours"], "gpu_hours", "GPU-hours");
   spec.budget.node_hours = Hours(node["node_hours"], "node_hours", "node-hours");
+  if (node["max_trial_steps"]) {
+    spec.budget.max_trial_steps =
+        Integer(node["max_trial_steps"], "budget max_trial_steps", 1, int64_t{1} << 53).value_or(0);
+  }
 }
 
 std::optional<double> Parser::Hours(const YAML::Node& node, const char* key, const char* unit) {

@@ -111,6 +111,8 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
                   budget.max_concurrent, " at a time");
   if (budget.wall_time)
     absl::StrAppend(&out, ", wall time ", absl::FormatDuration(*budget.wall_time));
+  if (budget.max_trial_steps > 0)
+    absl::StrAppend(&out, ", each stopped at step ", budget.max_trial_steps);
   std::string gpus = gpus_param.empty() ? std::to_string(resources.gpus)
                                         : absl::StrCat(absl::StrJoin(gpu_options, "/"),
                                                        " (parameter ", gpus_param, ")");

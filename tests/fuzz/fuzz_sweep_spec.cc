@@ -1,6 +1,6 @@
-// libFuzzer target: the sweep YAML parser and everything a valid spec feeds (sampler, summary,
-// one rendered command). Any crash, hang, sanitizer report or uncaught exception is a bug: bad
-// input must only ever produce error lines.
+// libFuzzer target: the sweep YAML parser and everything a valid spec feeds (its pilot, sampler,
+// summary, one rendered command). Any crash, hang, sanitizer report or uncaught exception is a bug:
+// bad input must only ever produce error lines.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!r.spec) {
     if (r.errors.empty()) __builtin_trap();  // refused without saying why
     return 0;
+  }
+  // Its pilot (hpo plan --pilot) is a sweep file of its own: it parses, or says why not.
+  if (absl::StatusOr<std::string> pilot = hpo::server::PilotYaml(yaml, 2, 3); pilot.ok()) {
+    hpo::server::ParseResult p = hpo::server::ParseSweepSpec(*pilot, "pilot.yaml", "/tmp");
+    if (!p.spec && p.errors.empty()) __builtin_trap();
   }
   auto sampler = hpo::algorithms::MakeSampler(r.spec->algorithm, r.spec->space);
   if (!sampler.ok()) return 0;

@@ -49,7 +49,7 @@ pass "hpo plan from the file's plan: 6 trials, 30 steps, 4.5 s of wall time; the
 hpo plan "$WORK/bare.yaml" --like "$id" >"$WORK/like.txt" || fail "hpo plan --like: $(cat "$WORK/like.txt")"
 grep -Eq "^  steps +30$" "$WORK/like.txt" \
   && grep -q "5 step(s) a trial (sweep $id's completed trials)" "$WORK/like.txt" \
-  && grep -q "a step (sweep $id's 6 finished trial(s), on average)" "$WORK/like.txt" \
+  && grep -q "a step\(, [^(]*\)\? (sweep $id's 6 finished trial(s), on average)" "$WORK/like.txt" \
   || fail "hpo plan --like: $(cat "$WORK/like.txt")"
 ! hpo plan "$WORK/bare.yaml" --like 999 2>"$WORK/err" || fail "planned like a sweep that is not there"
 grep -q "sweep 999" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
@@ -68,3 +68,53 @@ except hpo.HpoError as e:
     assert "plan: {steps: N}" in str(e), e
 PYEOF
 pass "hpo plan --like learns from an earlier sweep's trials; the Python client plans the same"
+
+# A pilot: the trainer takes 1.5 s to start, then 0.3 s a step. hpo plan --pilot runs two random
+# configurations for three steps each, as a sweep of its own, and learns the step's time apart
+# from the start's.
+cat >"$WORK/slow.yaml" <<'YAML'
+name: slow
+command: >-
+  sleep 1.5; for s in 1 2 3 4 5; do sleep 0.3; hpo report --step $s loss=$(echo "{x} / $s" | bc -l) || exit 1; done
+parameters:
+  x: {type: float, low: 0, high: 1}
+objective: {metric: loss, direction: minimize}
+early_stopping: {name: asha, max_resource: 5}
+budget: {max_trials: 6, max_concurrent: 2}
+seed: 4
+plan: {steps: 5}
+YAML
+! hpo plan "$WORK/slow.yaml" --pilot --step-time 1s 2>"$WORK/err" || fail "a pilot with a declared step time"
+grep -q "does not go with --like or --step-time" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
+hpo plan "$WORK/bare.yaml" --pilot 2>"$WORK/err" >/dev/null && fail "ran a pilot of a file without a trial's length"
+grep -q "plan: {steps: N}" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
+[ "$(sql "SELECT COUNT(*) FROM sweeps WHERE name='bare-pilot'")" = 0 ] || fail "a pilot ran for a file it cannot plan"
+hpo plan "$WORK/slow.yaml" --pilot --pilot-trials 2 --pilot-steps 3 >"$WORK/pilot.txt" 2>"$WORK/pilot.err" \
+  || fail "hpo plan --pilot: $(cat "$WORK/pilot.txt" "$WORK/pilot.err")"
+pilot=$(sed -n "s/^pilot: sweep \([0-9]*\) 'slow-pilot', 2 trial(s) of 3 step(s), 2 at a time$/\1/p" "$WORK/pilot.err")
+[ -n "$pilot" ] || fail "hpo plan --pilot said: $(cat "$WORK/pilot.err")"
+[ "$(sql "SELECT GROUP_CONCAT(state || ':' || step) FROM trials WHERE sweep_id=$pilot")" = "TRIAL_STATE_STOPPED:3,TRIAL_STATE_STOPPED:3" ] \
+  || fail "the pilot's trials: $(sql "SELECT state, step, message FROM trials WHERE sweep_id=$pilot")"
+basis=$(sed -n 's/^  from        //p' "$WORK/pilot.txt")
+seconds() { case "$1" in *ms) echo "${1%ms} / 1000" | bc -l ;; *s) echo "${1%s}" ;; esac; }
+step_s=$(seconds "$(echo "$basis" | sed -n 's/.*, \([0-9.]*m\?s\) a step, .*/\1/p')")
+start_s=$(seconds "$(echo "$basis" | sed -n 's/.*a step, \([0-9.]*m\?s\) to start .*/\1/p')")
+[ -n "$step_s" ] && [ -n "$start_s" ] || fail "hpo plan --pilot: $(cat "$WORK/pilot.txt")"
+echo "$basis" | grep -q "(sweep $pilot's 2 finished trial(s), on average)" || fail "basis: $basis"
+# A step is the sleep and a report (a process of its own); the start is the sleep before them.
+awk -v s="$step_s" -v t="$start_s" 'BEGIN { exit !(s >= 0.25 && s <= 1 && t >= 1.2 && t <= 3) }' \
+  || fail "the pilot measured ${step_s} s a step and ${start_s} s to start (0.3 s and 1.5 s)"
+id=$(hpo submit "$WORK/slow.yaml" | tail -n 1)
+hpo wait "$id" --timeout 90 >/dev/null || fail "the sweep did not complete"
+planned=$(sed -n 's/^  wall time   \([0-9.]*\)s.*/\1/p' "$WORK/pilot.txt")
+used=$(sql "SELECT CAST(ROUND(ended_at - created_at) AS INTEGER) FROM sweeps WHERE id=$id")
+awk -v p="$planned" -v u="$used" 'BEGIN { exit !(p > 0 && u <= 2 * p && p <= 2 * u) }' \
+  || fail "planned ${planned} s of wall time from the pilot, the sweep used ${used} s"
+PYTHONPATH="$HPO_BIN/../python" $PY - "$WORK/slow.yaml" <<'PYEOF' || fail "the Python client's pilot"
+import sys, hpo
+c = hpo.Client()
+p = c.plan(sys.argv[1], pilot=True, pilot_trials=2, pilot_steps=3, timeout=60)
+assert c.sweep(p["pilot_sweep"]).status()["counts"] == {"STOPPED": 2}, p
+assert "to start" in p["basis"] and f"sweep {p['pilot_sweep']}'s 2 finished" in p["basis"], p
+PYEOF
+pass "hpo plan --pilot: 2 trials of 3 steps measured $(printf %.2f "$step_s") s a step and $(printf %.2f "$start_s") s to start; planned ${planned} s, the sweep used ${used} s; the Python client runs the same pilot"

@@ -177,18 +177,41 @@ class Client:
         r = self._call("ValidateSweep", hpo_pb2.ValidateSweepRequest(spec_yaml=text, source=name, base_dir=base))
         return r.valid, list(r.errors), r.summary
 
-    def plan(self, spec, like=None, steps=None, step_time_s=None, source=None):
+    def plan(self, spec, like=None, steps=None, step_time_s=None, source=None, pilot=False,
+             pilot_trials=3, pilot_steps=5, timeout=None):
         """What a sweep would cost before it runs (as `hpo plan`): a dict of trials, steps,
         gpu_hours, node_hours and wall_seconds, each (low, expected, high), with the basis and, on
-        Slurm, queue_wait_seconds. Raises HpoError when the file is invalid or a trial's length
-        is not known."""
+        Slurm, queue_wait_seconds. With pilot=True (as `hpo plan --pilot`) the file's pilot runs
+        first (pilot_trials random configurations, pilot_steps steps each, a sweep of its own
+        whose id is the result's "pilot_sweep") and the plan learns a step's time from it.
+        Raises HpoError when the file is invalid or a trial's length is not known."""
         text, name, base = self._spec(spec, source)
-        r = self._call("PlanSweep", hpo_pb2.PlanSweepRequest(
-            spec_yaml=text, source=name, base_dir=base, like_sweep=like or 0, steps=steps or 0,
-            step_seconds=step_time_s or 0))
-        if r.errors:
-            raise HpoError(grpc.StatusCode.INVALID_ARGUMENT, "\n".join(r.errors))
-        return _estimate(r.estimate)
+        if pilot and (like or step_time_s):
+            raise ValueError("pilot measures a step's time; it does not go with like or step_time_s")
+
+        def ask(like_sweep):
+            r = self._call("PlanSweep", hpo_pb2.PlanSweepRequest(
+                spec_yaml=text, source=name, base_dir=base, like_sweep=like_sweep or 0,
+                steps=steps or 0, step_seconds=step_time_s or 0))
+            if r.errors:
+                raise HpoError(grpc.StatusCode.INVALID_ARGUMENT, "\n".join(r.errors))
+            return _estimate(r.estimate)
+
+        if not pilot:
+            return ask(like)
+        ask(None)  # the file is checked, and a trial's length known, before the pilot runs
+        r = self._call("SubmitSweep", hpo_pb2.SubmitSweepRequest(
+            spec_yaml=text, source=name, base_dir=base, pilot_trials=pilot_trials,
+            pilot_steps=pilot_steps))
+        pilot_sweep = Sweep(self, r.sweep.id)
+        pilot_sweep.wait(timeout=timeout)
+        # Its allocations end once released; until then slurmctld counts them in the queue wait.
+        until = time.monotonic() + 60
+        while pilot_sweep._get().nodes_held > 0 and time.monotonic() < until:
+            time.sleep(0.5)
+        out = ask(r.sweep.id)
+        out["pilot_sweep"] = r.sweep.id
+        return out
 
     def submit(self, spec, name=None, source=None):
         """Submits a sweep (path, YAML string or dict) and returns its Sweep handle."""

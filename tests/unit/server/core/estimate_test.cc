@@ -93,6 +93,23 @@ TEST(EstimateSweep, LearnsFromAnEarlierSweepsTrialsAndRoundTrips) {
   EXPECT_EQ(in.steps, 20);
   EXPECT_EQ(in.step_seconds, (std::vector<double>{2.0, 4.0})) << "finished trials only";
 
+  // With their report spans: a step is the time between the first and last report over the
+  // steps between; the rest is startup (before the first step) and, for a completed trial, tail.
+  trials[0].id = 1;
+  trials[1].id = 2;
+  trials[1].state = v1::TRIAL_STATE_STOPPED;  // stopped by hpod: its end is not its own
+  trials[1].step = 5;
+  std::map<int64_t, ReportSpan> spans;
+  // Trial 1: started at 1000, first report (step 1) at 1012, step 20 at 1031, ended at 1040.
+  spans[1] = {1, 20, absl::FromUnixSeconds(1012), absl::FromUnixSeconds(1031)};
+  // Trial 2: started at 1000, step 1 at 1020 (18 s to start), step 5 at 1028, ended at 1080.
+  spans[2] = {1, 5, absl::FromUnixSeconds(1020), absl::FromUnixSeconds(1028)};
+  in = InputsFromTrials({&trials[0], &trials[1], &trials[2]}, spans);
+  EXPECT_EQ(in.steps, 20) << "completed trials only";
+  EXPECT_EQ(in.step_seconds, (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(in.startup_seconds, (std::vector<double>{11.0, 18.0}));
+  EXPECT_EQ(in.tail_seconds, (std::vector<double>{9.0, 0.0}));
+
   Estimate e;
   e.trials = {1, 2, 3};
   e.has_cost = true;
@@ -100,6 +117,26 @@ TEST(EstimateSweep, LearnsFromAnEarlierSweepsTrialsAndRoundTrips) {
   e.basis = "b";
   EXPECT_EQ(EstimateFromJson(EstimateJson(e)), e);
   EXPECT_EQ(EstimateFromJson(""), std::nullopt);
+}
+
+TEST(EstimateSweep, ATrialsStartupAndTailAreChargedAndHoldItsPlace) {
+  SweepSpec spec = Spec("budget: {max_trials: 4, max_concurrent: 2}\nresources: {gpus: 1}\n");
+  EstimateInputs in = Inputs(4, 10, {1.0});
+  in.startup_seconds = {5.0};
+  in.tail_seconds = {3.0};
+  absl::StatusOr<Estimate> e = EstimateSweep(spec, in);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_NEAR(e->gpu_hours.expected, 4 * (5 + 10 + 3) / 3600.0, 1e-9);
+  EXPECT_NEAR(e->wall_seconds.expected, 2 * 18, 1e-6) << "the next trial waits for the tail";
+}
+
+TEST(EstimateSweep, MaxTrialStepsShortensEveryTrial) {
+  SweepSpec spec = Spec(
+      "budget: {max_trials: 6, max_concurrent: 3, max_trial_steps: 4}\nresources: {gpus: 1}\n");
+  absl::StatusOr<Estimate> e = EstimateSweep(spec, Inputs(6, 100, {2.0}));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->steps, (EstimateRange{24, 24, 24}));
+  EXPECT_NEAR(e->gpu_hours.expected, 6 * 4 * 2.0 / 3600, 1e-9);
 }
 
 }  // namespace

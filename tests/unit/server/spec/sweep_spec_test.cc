@@ -449,6 +449,46 @@ TEST(SweepSpec, GpuHourBudget) {
       "budget: {max_trials: 3, node_hours: -1}\n");
   ASSERT_EQ(e.size(), 1u);
   EXPECT_THAT(e[0], HasSubstr("4:37: budget node_hours must be a number of node-hours above 0"));
+  e = Errors(
+      "parameters: {x: [1]}\nobjective: {metric: m, direction: min}\ncommand: x\n"
+      "budget: {max_trials: 3, max_trial_steps: 0}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("4:42: budget max_trial_steps"));
+}
+
+TEST(SweepSpec, APilotIsTheSweepsSpaceAndCommandForAFewStepsOfAFewRandomTrials) {
+  const std::string yaml =
+      "name: big  # the sweep\n"
+      "parameters: {lr: {type: float, low: 0.001, high: 1, log: true}, act: [relu, tanh]}\n"
+      "objective: {metric: loss, direction: minimize}\n"
+      "command: [python, train.py, --lr, '{lr}']\n"
+      "algorithm: {name: tpe, startup_trials: 5}\n"
+      "early_stopping: {name: asha, max_resource: 50}\n"
+      "budget: {max_trials: 500, max_concurrent: 8, gpu_hours: 100}\n"
+      "enqueue: [{lr: 0.01, act: relu}]\n"
+      "plan: {steps: 50}\n"
+      "resources: {gpus: 2}\n";
+  absl::StatusOr<std::string> pilot = PilotYaml(yaml, 3, 5);
+  ASSERT_TRUE(pilot.ok()) << pilot.status();
+  ParseResult r = ParseSweepSpec(*pilot, "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front() << "\n" << *pilot;
+  const SweepSpec& spec = *r.spec;
+  EXPECT_EQ(spec.name, "big-pilot");
+  EXPECT_EQ(spec.algorithm.name, "random");
+  EXPECT_EQ(spec.early_stopping.name, "none");
+  EXPECT_EQ(spec.budget.max_trials, 3);
+  EXPECT_EQ(spec.budget.max_concurrent, 3);
+  EXPECT_EQ(spec.budget.max_trial_steps, 5);
+  EXPECT_FALSE(spec.budget.gpu_hours.has_value());
+  EXPECT_TRUE(spec.enqueue.empty());
+  EXPECT_EQ(spec.plan.steps, 0);
+  EXPECT_EQ(spec.resources.gpus, 2);
+  EXPECT_EQ(spec.command, (std::vector<std::string>{"python", "train.py", "--lr", "{lr}"}));
+  EXPECT_EQ(spec.space.params.size(), 2u);
+
+  EXPECT_THAT(std::string(PilotYaml(yaml, 0, 5).status().message()), HasSubstr("1 to 64 trials"));
+  EXPECT_THAT(std::string(PilotYaml(yaml, 2, 1).status().message()), HasSubstr("at least 2"));
+  EXPECT_FALSE(PilotYaml("[1, 2]", 2, 5).ok());
 }
 
 TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {

@@ -1,0 +1,120 @@
+// The controller's plans (hpo plan): a pilot sweep, budget.max_trial_steps, and a plan that
+// learns a step's time from an earlier sweep's reports, in virtual time (tests/fakes).
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/core/controller.h"
+#include "tests/fakes/test_daemon.h"
+
+namespace hpo::server {
+namespace {
+
+using backend::LaunchSpec;
+using backend::SimulatedFate;
+using ::testing::HasSubstr;
+
+// Ten trials of 20 steps, two at a time, on nodes of their own (node-hours count them).
+const char* const kSweep =
+    "name: big\n"
+    "parameters: {x: {type: float, low: 0, high: 1}}\n"
+    "objective: {metric: loss, direction: minimize}\n"
+    "command: [train, '--x={x}']\n"
+    "algorithm: tpe\n"
+    "budget: {max_trials: 10, max_concurrent: 2}\n"
+    "plan: {steps: 20}\n";
+
+class ControllerPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    daemon_ = std::make_unique<fakes::TestDaemon>();
+    daemon_->set_script([](const LaunchSpec&) {
+      SimulatedFate f;
+      f.run_time = absl::Hours(1);  // runs until it is stopped
+      return f;
+    });
+  }
+  Controller& controller() { return daemon_->controller(); }
+  absl::StatusOr<v1::Sweep> SubmitPilot(const std::string& yaml, int64_t trials, int64_t steps) {
+    v1::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    req.set_source("big.yaml");
+    req.set_base_dir(daemon_->root());
+    req.set_pilot_trials(trials);
+    req.set_pilot_steps(steps);
+    return controller().Submit(Controller::AllowedForTest(), req);
+  }
+  absl::StatusOr<v1::ReportResponse> Report(int64_t trial_id, int64_t step, double loss) {
+    v1::ReportRequest req;
+    req.set_trial_id(trial_id);
+    req.set_step(step);
+    (*req.mutable_metrics())["loss"] = loss;
+    return controller().Report(req, daemon_->TokenOf(trial_id));
+  }
+  std::unique_ptr<fakes::TestDaemon> daemon_;
+};
+
+TEST_F(ControllerPlanTest, APilotRunsAFewStepsAndThePlanLearnsAStepWithoutTheStartup) {
+  absl::StatusOr<v1::Sweep> pilot = SubmitPilot(kSweep, 2, 4);
+  ASSERT_TRUE(pilot.ok()) << pilot.status();
+  EXPECT_EQ(pilot->name(), "big-pilot");
+  EXPECT_EQ(pilot->max_trials(), 2);
+  EXPECT_EQ(pilot->algorithm(), "random");
+  EXPECT_THAT(controller().GetSweep(Controller::AllowedForTest(), pilot->id())->spec_yaml(),
+              HasSubstr("max_trial_steps: 4"));
+  controller().RunOnce();
+  std::vector<v1::Trial> trials = daemon_->Trials(pilot->id());
+  ASSERT_EQ(trials.size(), 2u);
+  // Each trainer takes 10 s to start, then 2 s a step; the fourth report stops it.
+  daemon_->clock().Advance(absl::Seconds(10));
+  for (int64_t step = 1; step <= 4; ++step) {
+    daemon_->clock().Advance(absl::Seconds(2));
+    for (const v1::Trial& t : trials) {
+      absl::StatusOr<v1::ReportResponse> r = Report(t.id(), step, 1.0 / static_cast<double>(step));
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->action(),
+                step < 4 ? v1::ReportResponse::ACTION_CONTINUE : v1::ReportResponse::ACTION_STOP);
+      if (step == 4) {
+        EXPECT_THAT(r->reason(), HasSubstr("budget.max_trial_steps (4)"));
+      }
+    }
+    controller().RunOnce();
+  }
+  daemon_->RunUntilEnded();
+  EXPECT_EQ(daemon_->Counts(pilot->id()), (std::map<std::string, int>{{"STOPPED", 2}}));
+
+  // The pilot is what is stored: a restart plans it again as the pilot, not as the sweep.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/false).ok());
+  EXPECT_EQ(controller().GetSweep(Controller::AllowedForTest(), pilot->id())->max_trials(), 2);
+
+  v1::PlanSweepRequest req;
+  req.set_spec_yaml(kSweep);
+  req.set_source("big.yaml");
+  req.set_base_dir(daemon_->root());
+  req.set_like_sweep(pilot->id());
+  absl::StatusOr<v1::PlanSweepResponse> plan = controller().Plan(Controller::AllowedForTest(), req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->errors_size(), 0) << plan->errors(0);
+  const v1::SweepEstimate& e = plan->estimate();
+  EXPECT_THAT(e.basis(), HasSubstr("20 step(s) a trial (the file's plan.steps)"));
+  EXPECT_THAT(e.basis(),
+              HasSubstr("2s a step, 10s to start (sweep 1's 2 finished trial(s), on average)"));
+  // Five rounds of two trials, each 10 s to start and 20 steps of 2 s.
+  EXPECT_NEAR(e.wall_seconds().expected(), 5 * (10 + 20 * 2), 1e-6);
+  EXPECT_NEAR(e.node_hours().expected(), 10 * (10 + 20 * 2) / 3600.0, 1e-9);
+}
+
+TEST_F(ControllerPlanTest, APilotThatCannotRunIsRefusedAndNothingIsStored) {
+  EXPECT_THAT(std::string(SubmitPilot(kSweep, 0, 4).status().message()),
+              HasSubstr("1 to 64 trials"));
+  EXPECT_THAT(std::string(SubmitPilot(kSweep, 2, 1).status().message()), HasSubstr("at least 2"));
+  std::string external = absl::StrCat(kSweep, "backend: external\n");
+  EXPECT_THAT(std::string(SubmitPilot(external, 2, 4).status().message()),
+              HasSubstr("an external sweep's trials are launched elsewhere"));
+  // The file's own errors come first, named as the file's.
+  EXPECT_THAT(std::string(SubmitPilot("name: x\n", 2, 4).status().message()),
+              HasSubstr("big.yaml"));
+  EXPECT_TRUE(controller().ListSweeps(Controller::AllowedForTest(), false)->empty());
+}
+
+}  // namespace
+}  // namespace hpo::server
