@@ -41,7 +41,8 @@ std::string ParetoText(const v1::Trial& t);
 std::string GpuHoursText(const v1::Sweep& sweep);
 // An estimate (hpo plan), one figure a line, each with its range.
 std::string PlanText(const v1::SweepEstimate& e);
-// "plan: ... used: ..." for a sweep submitted with an estimate; "" without one.
+// "plan: ... used: ..." for a sweep submitted with an estimate; "" without one. `trials`: the
+// configurations it ran (retries of lost trials not counted, as the plan does not).
 std::string PlanVsUsed(const v1::Sweep& sweep, size_t trials);
 // "quarantined nodes: n2 (2 infrastructure failures)"; "" when none is quarantined.
 std::string QuarantineText(const v1::Sweep& sweep);

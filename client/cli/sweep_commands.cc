@@ -1,5 +1,6 @@
 #include "client/cli/sweep_commands.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "client/cli/cli.h"
@@ -241,7 +242,10 @@ void SweepCommands::Show() {
               static_cast<long long>(sweep.max_concurrent()));
   std::printf("%s\n", client::GpuHoursText(sweep).c_str());
   if (std::string q = client::QuarantineText(sweep); !q.empty()) std::printf("%s\n", q.c_str());
-  if (std::string p = client::PlanVsUsed(sweep, trials.size()); !p.empty()) {
+  // The plan counts configurations run; a retry of a lost trial is the same configuration.
+  size_t configurations = static_cast<size_t>(std::count_if(
+      trials.begin(), trials.end(), [](const v1::Trial& t) { return t.retry_of() == 0; }));
+  if (std::string p = client::PlanVsUsed(sweep, configurations); !p.empty()) {
     std::printf("%s\n", p.c_str());
   }
   if (show_.spec) std::printf("\n%s", sweep.spec_yaml().c_str());

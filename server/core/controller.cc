@@ -180,7 +180,9 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
   rec.spec_yaml = std::move(spec_yaml);
   rec.source = req.source().empty() ? "<spec>" : req.source();
   rec.base_dir = AbsolutePath(req.base_dir().empty() ? "." : req.base_dir());
-  rec.state = v1::SWEEP_STATE_RUNNING;
+  // Stored as not yet admitted (no state) until the backend took it: a restart before then
+  // removes it, as the submit it belongs to never answered.
+  rec.state = v1::SWEEP_STATE_UNSPECIFIED;
   rec.created_at = clock_.Now();
   rec.owner = owner;
   rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
@@ -220,6 +222,8 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
           vetted.code(), absl::StrCat("the sweep is invalid:\n  ",
                                       PlacementError(pending->sweep->spec(), vetted.message()))));
     }
+    pending->sweep->rec.state = v1::SWEEP_STATE_RUNNING;
+    if (absl::Status s = store_.UpdateSweep(pending->sweep->rec); !s.ok()) return reply(s);
     return reply(Admit(std::move(pending->sweep), std::move(pending->inherited)));
   });
 }

@@ -147,6 +147,16 @@ absl::Status Recovery::Run() {
   RETURN_IF_ERROR(store_.Begin());
   absl::Status s = [&]() -> absl::Status {
     for (SweepRecord& rec : records) {
+      if (rec.state == v1::SWEEP_STATE_UNSPECIFIED) {
+        // Stored by a submit that never answered (hpod stopped while the backend vetted it):
+        // as if it had not been made. What the backend took for it is a leftover it ends.
+        spdlog::warn(
+            "sweep {} '{}' was being submitted when hpod stopped; its submit never answered, so "
+            "it is removed",
+            rec.id, rec.name);
+        RETURN_IF_ERROR(store_.DeleteSweep(rec.id));
+        continue;
+      }
       ASSIGN_OR_RETURN(Sweep * loaded, LoadSweep(std::move(rec)));
       Sweep& sweep = *loaded;
       if (!sweep.plan.sampler) {  // ended FAILED: nothing of it runs again

@@ -18,4 +18,20 @@ absl::Status FaultyBackend::Adopt(const backend::LaunchSpec& spec, const std::st
   return BackendWrapper::Adopt(spec, backend_id, gpus);
 }
 
+void FaultyBackend::Vet(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
+                        bool starts_now, Vetted done) {
+  if (hold_vet_) {
+    held_.push_back(std::move(done));
+    return;
+  }
+  BackendWrapper::Vet(sweep_id, r, p, starts_now, std::move(done));
+}
+
+void FaultyBackend::ReleaseVet(const absl::Status& answer) {
+  hold_vet_ = false;
+  std::vector<Vetted> held;
+  held.swap(held_);
+  for (Vetted& done : held) done(answer);
+}
+
 }  // namespace hpo::fakes

@@ -221,5 +221,46 @@ TEST_F(ControllerFaultsTest, ALaunchRecordedButNotCarriedOutRunsOnceAfterARestar
   EXPECT_EQ(daemon_->simulated().launched().size(), 2u) << "each launched once";
 }
 
+TEST_F(ControllerFaultsTest, ASweepWhoseSubmitNeverAnsweredIsGoneAfterARestart) {
+  daemon_->backend().HoldVet();  // slurmctld has not answered the sweep's first allocation yet
+  v1::SubmitSweepRequest req;
+  req.set_spec_yaml(Spec(4, 2));
+  req.set_source("t.yaml");
+  req.set_base_dir(daemon_->root());
+  std::optional<absl::StatusOr<v1::Sweep>> answer;
+  controller().Post([&]() -> Controller::Done {
+    return controller().Submit(Controller::AllowedForTest(), req,
+                               [&answer](absl::StatusOr<v1::Sweep> r) -> Controller::Done {
+                                 answer = std::move(r);
+                                 return nullptr;
+                               });
+  });
+  controller().RunOnce();
+  ASSERT_FALSE(answer.has_value());
+  ASSERT_EQ(daemon_->sqlite().LoadSweeps()->size(), 1u) << "stored before the backend is asked";
+  // hpod dies before the answer: the submit never answered, so the sweep is not kept.
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  EXPECT_TRUE(daemon_->sqlite().LoadSweeps()->empty());
+  EXPECT_TRUE(controller().ListSweeps(Controller::AllowedForTest(), false)->empty());
+
+  // Answered, the same submit runs as ever.
+  daemon_->backend().HoldVet();
+  answer.reset();
+  controller().Post([&]() -> Controller::Done {
+    return controller().Submit(Controller::AllowedForTest(), req,
+                               [&answer](absl::StatusOr<v1::Sweep> r) -> Controller::Done {
+                                 answer = std::move(r);
+                                 return nullptr;
+                               });
+  });
+  controller().RunOnce();
+  daemon_->backend().ReleaseVet(absl::OkStatus());
+  controller().RunOnce();
+  ASSERT_TRUE(answer.has_value() && answer->ok());
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/true).ok());
+  EXPECT_EQ(controller().GetSweep(Controller::AllowedForTest(), (*answer)->id())->state(),
+            v1::SWEEP_STATE_RUNNING);
+}
+
 }  // namespace
 }  // namespace hpo::server

@@ -1,5 +1,6 @@
-// SweepSpec, failures: which ends of a trial are the infrastructure's (FailureRules), and after
-// how many of them a node is quarantined; and what the sweep's plan needs to know (`plan:`).
+// SweepSpec's smaller sections, parsed: `failures:` (which ends of a trial are the
+// infrastructure's, FailureRules, and after how many of them a node is quarantined) and `plan:`
+// (what the sweep's plan needs to know). The rest of the parser is in sweep_spec.cc.
 #include <signal.h>
 #include <string.h>
 
