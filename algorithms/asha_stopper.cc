@@ -1,6 +1,7 @@
 #include "algorithms/asha_stopper.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -17,7 +18,72 @@ std::optional<double> ValueAt(const Curve& c, int64_t step) {
   return std::nullopt;
 }
 
+// Ranks of `v` (1-based, ties share their average rank).
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = 0.5 * static_cast<double>(i + j) + 1;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+// Spearman's rank correlation of x and y (the Pearson correlation of their ranks); 0 when either
+// has no spread.
+double Spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<double> rx = Ranks(x), ry = Ranks(y);
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += rx[i], my += ry[i];
+  mx /= n;
+  my /= n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
 }  // namespace
+
+std::optional<AshaStopper::Ended> AshaStopper::EndedOf(const Curve& trial) const {
+  if (options_.min_correlation <= 0 || options_.max_resource <= 0 || trial.points.empty() ||
+      trial.points.back().first < options_.max_resource) {
+    return std::nullopt;
+  }
+  Ended e;
+  e.last = *ValueAt(trial, options_.max_resource);
+  for (int b = 0; b < std::max(options_.brackets, 1); ++b) {
+    for (int64_t rung : Rungs(b)) {
+      if (auto v = ValueAt(trial, rung)) e.at[rung] = *v;
+    }
+  }
+  return e;
+}
+
+std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
+                                                   const std::map<int64_t, Ended>& ended) const {
+  const size_t need = static_cast<size_t>(std::max<int64_t>(5, options_.bootstrap));
+  std::vector<double> at, last;
+  for (const auto& [number, e] : ended) {
+    auto it = e.at.find(rung);
+    if (it == e.at.end() || !std::isfinite(it->second) || !std::isfinite(e.last)) continue;
+    at.push_back(it->second);
+    last.push_back(e.last);
+  }
+  if (at.size() < need) return {false, ""};
+  double rho = Spearman(at, last);
+  if (rho < options_.min_correlation) return {false, ""};
+  return {true, absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials)",
+                                options_.max_resource, rho, at.size())};
+}
 
 std::vector<int64_t> AshaStopper::Rungs(int bracket) const {
   std::vector<int64_t> rungs;
@@ -83,10 +149,24 @@ StopDecision AshaStopper::Decide(const Curve& trial, const std::vector<const Cur
             [direction](double a, double b) { return IsBetter(a, b, direction); });
   double threshold = values[keep - 1];
   if (!Bootstrapping(values.size()) && !IsBetter(threshold, value, direction)) return {};
-  return Verdict(rung_index, rung, value, threshold, keep, values.size());
+  StopDecision d = Verdict(rung_index, rung, value, threshold, keep, values.size());
+  if (options_.min_correlation > 0) {
+    std::map<int64_t, Ended> ended;
+    for (const Curve* c : others) {
+      if (auto e = EndedOf(*c)) ended[c->trial_number] = *e;
+    }
+    if (auto e = EndedOf(trial)) ended[trial.trial_number] = *e;
+    auto [predicts, why] = Predicts(rung, ended);
+    if (!predicts) return {};
+    d.reason += why;
+  }
+  return d;
 }
 
 StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
+  if (options_.min_correlation > 0 && !ended_.count(trial.trial_number)) {
+    if (auto e = EndedOf(trial)) ended_[trial.trial_number] = *e;
+  }
   std::optional<std::pair<size_t, int64_t>> crossed = CrossedRung(trial);
   if (!crossed) return {};
   auto [rung_index, rung] = *crossed;
@@ -115,7 +195,13 @@ StopDecision AshaStopper::Observe(const Curve& trial, Direction direction) {
   }
   double threshold = *worst_top();
   if (!Bootstrapping(n) && !IsBetter(threshold, value, direction)) return {};
-  return Verdict(rung_index, rung, value, threshold, keep, n);
+  StopDecision d = Verdict(rung_index, rung, value, threshold, keep, n);
+  if (options_.min_correlation > 0) {
+    auto [predicts, why] = Predicts(rung, ended_);
+    if (!predicts) return {};
+    d.reason += why;
+  }
+  return d;
 }
 
 }  // namespace hpo::algorithms

@@ -17,10 +17,21 @@
 //
 // Hyperband: with `brackets` = B > 1, trial n belongs to bracket n mod B, whose min_resource is
 // min_resource * eta^bracket; trials are compared only within their bracket.
+//
+// Rungs that predict (`min_correlation` = c > 0): early values of some models say little of
+// their end (a slow starter is the best at the end). A rung then stops a trial only when the
+// trials that reached max_resource (any bracket; at least max(5, bootstrap) of them) show a
+// Spearman rank correlation of at least c between their values at that rung and at their last
+// step; until then, and for a rung below c, it lets every trial go on. The trials that reach
+// max_resource are those the active rungs let through, so the correlation is measured on a
+// narrower range than all trials span and tends to be lower: a rung is left on only where it
+// clearly predicts.
 
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "algorithms/stopper.h"
 
@@ -30,8 +41,9 @@ struct AshaOptions {
   int64_t min_resource = 1;  // first rung (the grace period)
   int64_t max_resource = 0;  // no rung at or past it (0: unbounded)
   int64_t reduction_factor = 3;
-  int brackets = 1;       // 1: ASHA; > 1: Hyperband
-  int64_t bootstrap = 0;  // a rung stops every trial until more than this many reached it
+  int brackets = 1;            // 1: ASHA; > 1: Hyperband
+  int64_t bootstrap = 0;       // a rung stops every trial until more than this many reached it
+  double min_correlation = 0;  // a rung stops trials only while it predicts this well (above)
 };
 
 class AshaStopper final : public Stopper {
@@ -58,8 +70,18 @@ class AshaStopper final : public Stopper {
   struct RungValues {
     std::multiset<double> top, rest;  // the best max(1, n / eta) values, and the others
   };
+  // Whether a rung at `rung` may stop a trial (min_correlation), and the reason's words for it.
+  // `ended`: the trials that reached max_resource, as (value at each rung step, last value).
+  struct Ended {
+    std::map<int64_t, double> at;  // rung step -> the value there
+    double last = 0;
+  };
+  std::pair<bool, std::string> Predicts(int64_t rung, const std::map<int64_t, Ended>& ended) const;
+  // The trial's record once it reached max_resource, or nullopt.
+  std::optional<Ended> EndedOf(const Curve& trial) const;
   AshaOptions options_;
   std::map<std::pair<int, int64_t>, RungValues> rungs_;  // (bracket, rung step) -> values
+  std::map<int64_t, Ended> ended_;                       // trial number -> its record
 };
 
 }  // namespace hpo::algorithms

@@ -37,6 +37,14 @@ absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec,
     o.brackets = spec.name == "hyperband" ? spec.brackets : 1;
     if (spec.bootstrap < 0) return absl::InvalidArgumentError("bootstrap must be >= 0");
     o.bootstrap = spec.bootstrap;
+    if (spec.min_correlation < 0 || spec.min_correlation > 1)
+      return absl::InvalidArgumentError("min_correlation must be between 0 and 1");
+    if (spec.min_correlation > 0 && spec.max_resource <= 0)
+      return absl::InvalidArgumentError(
+          "min_correlation needs max_resource: the trials that reach it say which rungs predict");
+    if (spec.min_correlation > 0 && !directions.empty())
+      return absl::InvalidArgumentError("min_correlation is for one objective");
+    o.min_correlation = spec.min_correlation;
     if (!directions.empty()) return std::make_unique<MoAshaStopper>(o, directions);
     return std::make_unique<AshaStopper>(o);
   }

@@ -47,6 +47,9 @@ struct StopperSpec {
   int min_trials = 3;            // median
   int64_t bootstrap =
       0;  // asha/hyperband: no trial goes on at a rung until more than this many reached it
+  // asha/hyperband: a rung stops trials only while the trials that reached max_resource show at
+  // least this rank correlation between their values there and at their end; 0: always.
+  double min_correlation = 0;
 };
 
 class Stopper {

@@ -355,6 +355,8 @@ std::vector<Method> Methods(const Problem& problem) {
       absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps, ", reduction_factor: 3}");
   std::string asha_bootstrap = absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps,
                                             ", reduction_factor: 3, bootstrap: 5}");
+  std::string asha_predictive = absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps,
+                                             ", reduction_factor: 3, min_correlation: 0.5}");
   std::string hyperband = absl::StrCat("{name: hyperband, min_resource: 1, max_resource: ", steps,
                                        ", reduction_factor: 3, brackets: ", brackets, "}");
   // What a sweep file that names neither gets.
@@ -379,7 +381,9 @@ std::vector<Method> Methods(const Problem& problem) {
           {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
           {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
           // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
-          {"hpod TPE + ASHA bootstrap 5", "{name: tpe}", asha_bootstrap}};
+          {"hpod TPE + ASHA bootstrap 5", "{name: tpe}", asha_bootstrap},
+          {"hpod random + ASHA predictive rungs", "random", asha_predictive},
+          {"hpod TPE + ASHA predictive rungs", "{name: tpe}", asha_predictive}};
 }
 
 }  // namespace
@@ -422,6 +426,11 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   app.add_flag("--no-optuna", no_optuna, "skip Optuna");
+  std::vector<std::string> method_filter;
+  app.add_option("--methods", method_filter,
+                 "only the hpod methods whose names contain one of these (a,b), besides hpod's "
+                 "default (default: all)")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the controller's per-trial log lines
 
@@ -458,7 +467,15 @@ int main(int argc, char** argv) {
 
   std::string root = "hpo-quality";  // each run's data directory: a temp dir of this prefix
   for (const auto& [problem, optuna_args] : problems) {
-    const std::vector<Method> methods = Methods(problem);
+    std::vector<Method> methods = Methods(problem);
+    if (!method_filter.empty()) {
+      std::erase_if(methods, [&](const Method& m) {
+        if (m.algorithm.empty() && m.stopper.empty()) return false;  // hpod's default stays
+        return std::none_of(method_filter.begin(), method_filter.end(), [&](const std::string& f) {
+          return m.name.find(f) != std::string::npos;
+        });
+      });
+    }
     std::vector<int> marks = problem.multi() ? multi_budgets : budgets;
     std::sort(marks.begin(), marks.end());
     const int b = marks.back();

@@ -609,7 +609,7 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   } else if (ExpectMap(node, "early_stopping")) {
     CheckKeys(node, "early_stopping",
               {"name", "min_resource", "max_resource", "reduction_factor", "brackets", "bootstrap",
-               "grace_steps", "min_trials"});
+               "min_correlation", "grace_steps", "min_trials"});
     auto& e = spec.early_stopping;
     if (node["name"]) e.name = String(node["name"], "early_stopping name").value_or("");
     constexpr int64_t kBig = int64_t{1} << 40;
@@ -628,6 +628,19 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
     if (node["bootstrap"])
       e.bootstrap =
           Integer(node["bootstrap"], "early_stopping bootstrap", 0, 1'000'000).value_or(0);
+    if (node["min_correlation"]) {
+      std::optional<double> c = Number(node["min_correlation"], "early_stopping min_correlation");
+      if (c && (*c < 0 || *c > 1)) {
+        Error(node["min_correlation"], "early_stopping min_correlation must be between 0 and 1");
+      } else if (c) {
+        e.min_correlation = *c;
+      }
+      if (e.min_correlation > 0 && !node["max_resource"]) {
+        Error(node["min_correlation"],
+              "early_stopping min_correlation needs max_resource: the trials that reach it say "
+              "which rungs predict their end");
+      }
+    }
     if (node["grace_steps"])
       e.grace_steps =
           Integer(node["grace_steps"], "early_stopping grace_steps", 0, kBig).value_or(1);

@@ -229,33 +229,75 @@ TEST(Asha, BootstrapStopsTheFirstArrivalsAtEachRung) {
   EXPECT_FALSE(MakeStopper({"asha", 1, 0, 3, 3, 1, 3, -1}).ok());
 }
 
+// With min_correlation 0.5: rung 1 (its values run against those at the end) stops nobody; rung
+// 3 (in step with the end) stops, but only once 5 trials reached max_resource.
+TEST(Asha, ARungThatDoesNotPredictTheEndStopsNobody) {
+  AshaStopper asha({1, 9, 3, 1, 0, 0.5});  // rungs 1 and 3
+  Trials t;
+  for (int i = 0; i < 4; ++i) {
+    double end = i + 1;
+    t.Add(i, {{1, 5.0 - i}, {3, end}, {9, end}});
+  }
+  t.Add(4, {{1, 9.0}, {3, 9.0}});  // the worst at both rungs, with 4 trials at the end
+  EXPECT_EQ(t.Decide(asha, 4), Decision::kContinue) << "only 4 trials reached max_resource";
+  t.points[4].emplace_back(9, 5.0);  // the fifth
+  t.Add(5, {{1, 9.0}});
+  EXPECT_EQ(t.Decide(asha, 5), Decision::kContinue) << "rung 1 says nothing of the end";
+  t.points[5].emplace_back(3, 9.5);
+  auto others = t.Others(5);
+  Curve mine{5, {t.points[5].data(), t.points[5].size()}, false, {}};
+  StopDecision d = asha.Decide(mine, others, Direction::kMinimize);
+  EXPECT_EQ(d.decision, Decision::kStop);
+  EXPECT_NE(d.reason.find("its rank correlation with step 9 is 1.00 over 5 trials"),
+            std::string::npos)
+      << d.reason;
+  StopperSpec spec;
+  spec.name = "asha";
+  spec.min_correlation = 0.5;
+  EXPECT_FALSE(MakeStopper(spec).ok()) << "no max_resource";
+  spec.max_resource = 9;
+  EXPECT_TRUE(MakeStopper(spec).ok());
+  spec.min_correlation = 1.5;
+  EXPECT_FALSE(MakeStopper(spec).ok());
+}
+
 TEST(Asha, IncrementalDecidesAsThePureForm) {
-  for (int64_t bootstrap : {0, 4}) {
+  for (auto [bootstrap, correlation] : {std::pair<int64_t, double>{0, 0}, {4, 0}, {0, 0.3}}) {
     for (int brackets : {1, 3}) {
       for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
         for (uint32_t seed = 1; seed <= 5; ++seed) {
           std::mt19937 rng(seed);
-          AshaStopper pure({1, 81, 3, brackets, bootstrap}),
-              incremental({1, 81, 3, brackets, bootstrap});
+          // Rungs that must predict need trials that reach max_resource (27 of their 40 steps).
+          const int64_t most = correlation > 0 ? 27 : 81;
+          AshaStopper pure({1, most, 3, brackets, bootstrap, correlation}),
+              incremental({1, most, 3, brackets, bootstrap, correlation});
           Trials t;
           std::vector<bool> stopped;
+          std::vector<double> quality;  // what each trial's values follow, with correlation
           for (int n = 0; n < 60; ++n) {
             t.Add(n, {});
             stopped.push_back(false);
+            quality.push_back(static_cast<double>(rng() % 20));
           }
           int decisions = 0, stops = 0;
           for (int round = 0; round < 4000; ++round) {
-            size_t i = rng() % t.points.size();
+            // With correlation, trials join a few at a time, so that the first reach the end
+            // while later ones still cross the rungs.
+            size_t i = rng() % (correlation > 0 ? std::min<size_t>(t.points.size(), 3 + round / 60)
+                                                : t.points.size());
             if (stopped[i] || t.points[i].size() >= 40) continue;
             int64_t step = static_cast<int64_t>(t.points[i].size()) + 1;
             double value =
-                static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));  // ties
+                correlation > 0
+                    ? quality[i] + static_cast<double>(rng() % 4) / static_cast<double>(step)
+                    : static_cast<double>(rng() % 20) / (1.0 + static_cast<double>(step % 7));
             t.points[i].emplace_back(step, value);
             Decision a = t.Decide(pure, i, d);
             Curve mine{t.numbers[i], {t.points[i].data(), t.points[i].size()}, false, {}};
             Decision b = incremental.Observe(mine, d).decision;
             ASSERT_EQ(a, b) << "seed " << seed << " brackets " << brackets << " bootstrap "
-                            << bootstrap << " trial " << i << " step " << step;
+                            << bootstrap << " correlation " << correlation << " trial " << i
+                            << " step " << step;
             ++decisions;
             if (a == Decision::kStop) {
               stopped[i] = true;

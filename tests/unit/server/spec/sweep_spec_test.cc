@@ -581,6 +581,18 @@ TEST(SweepSpec, TpeAndAshaSettings) {
   EXPECT_THAT(e[0], HasSubstr("multivariate"));
   EXPECT_THAT(e[1], HasSubstr("6:"));
   EXPECT_THAT(e[1], HasSubstr("bootstrap"));
+  r = ParseSweepSpec(
+      std::string(kBase) + "early_stopping: {name: asha, max_resource: 60, min_correlation: 0.5}\n",
+      "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->early_stopping.min_correlation, 0.5);
+  e = Errors(std::string(kBase) + "early_stopping: {name: asha, min_correlation: 0.5}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("5:47: early_stopping min_correlation needs max_resource"));
+  e = Errors(std::string(kBase) +
+             "early_stopping: {name: asha, max_resource: 9, min_correlation: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("min_correlation must be between 0 and 1"));
 }
 
 }  // namespace
