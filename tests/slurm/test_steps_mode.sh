@@ -232,9 +232,10 @@ lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STAT
 readopted=$(grep -c "re-adopted step\|its step ended while hpod was away" "$HPO_DATA_DIR/hpod.log" || true)
 [ "$readopted" -ge 2 ] || fail "the running steps were not re-adopted ($readopted)"
 # With a step still running in it, or (trials never wait for hpod, so all may have ended during
-# the outage) as an allocation of a sweep that goes on.
-grep -q "re-adopted Slurm allocation\|took back Slurm allocation" "$HPO_DATA_DIR/hpod.log" ||
-  fail "the allocation was not taken back"
+# the outage) as an allocation of a sweep that goes on: found by the first query, or by its agent
+# calling the new hpod with the steps it ran.
+grep -Eq "re-adopted Slurm allocation|took back Slurm allocation|the agent of Slurm allocation [0-9]+ on .* is in touch \([1-9][0-9]* step" \
+  "$HPO_DATA_DIR/hpod.log" || fail "the allocation was not taken back"
 if grep -q "canceling allocation .* left by an earlier run" "$HPO_DATA_DIR/hpod.log"; then fail "the allocation in use was canceled as a leftover"; fi
 # Nothing ran twice: each trial's step wrote its start once.
 for t in "$HPO_DATA_DIR"/sweeps/"$id"/trials/*; do
