@@ -228,14 +228,19 @@ TEST_F(ControllerFaultsTest, ASweepWhoseSubmitNeverAnsweredIsGoneAfterARestart) 
   req.set_source("t.yaml");
   req.set_base_dir(daemon_->root());
   std::optional<absl::StatusOr<v1::Sweep>> answer;
-  controller().Post([&]() -> Controller::Done {
-    return controller().Submit(Controller::AllowedForTest(), req,
-                               [&answer](absl::StatusOr<v1::Sweep> r) -> Controller::Done {
-                                 answer = std::move(r);
-                                 return nullptr;
-                               });
-  });
-  controller().RunOnce();
+  // The submit as the gRPC service makes it: its answer comes once the backend vetted it.
+  auto submit = [&] {
+    answer.reset();
+    controller().Post([&]() -> Controller::Done {
+      return controller().Submit(Controller::AllowedForTest(), req,
+                                 [&answer](absl::StatusOr<v1::Sweep> r) -> Controller::Done {
+                                   answer = std::move(r);
+                                   return nullptr;
+                                 });
+    });
+    controller().RunOnce();
+  };
+  submit();
   ASSERT_FALSE(answer.has_value());
   ASSERT_EQ(daemon_->sqlite().LoadSweeps()->size(), 1u) << "stored before the backend is asked";
   // hpod dies before the answer: the submit never answered, so the sweep is not kept.
@@ -245,15 +250,7 @@ TEST_F(ControllerFaultsTest, ASweepWhoseSubmitNeverAnsweredIsGoneAfterARestart) 
 
   // Answered, the same submit runs as ever.
   daemon_->backend().HoldVet();
-  answer.reset();
-  controller().Post([&]() -> Controller::Done {
-    return controller().Submit(Controller::AllowedForTest(), req,
-                               [&answer](absl::StatusOr<v1::Sweep> r) -> Controller::Done {
-                                 answer = std::move(r);
-                                 return nullptr;
-                               });
-  });
-  controller().RunOnce();
+  submit();
   daemon_->backend().ReleaseVet(absl::OkStatus());
   controller().RunOnce();
   ASSERT_TRUE(answer.has_value() && answer->ok());
