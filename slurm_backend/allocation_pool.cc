@@ -515,6 +515,11 @@ bool AllocationPool::Grow(int64_t sweep_id, const Placement& placement, absl::Ti
     on_its_way |= !a.running;
   }
   on_its_way |= submitting_.count(sweep_id) > 0;
+  // Held before a restart and not yet settled by the first query or by its agent's call: it
+  // may still run, so it counts as one on its way (allocation.max holds across a restart).
+  for (const auto& [job_id, usage] : expected_) {
+    on_its_way |= usage.sweep_id == sweep_id && allocs_.count(job_id) == 0;
+  }
   if (on_its_way || held >= SlurmOf(placement).allocation.max) return false;
   Allocation a;
   a.sweep_id = sweep_id;

@@ -325,6 +325,36 @@ TEST_F(SlurmStepsTest, ARestartTakesBackTheAllocationsOfItsSweeps) {
   EXPECT_EQ(slurm_->jobs.size(), 3u);
 }
 
+// Right after a restart, before slurmctld answered, a sweep at allocation.max holds the
+// allocation the store recorded: no new one is requested until the first query settles it.
+TEST_F(SlurmStepsTest, AnAllocationHeldBeforeARestartCountsTowardMaxUntilSettled) {
+  absl::Time now = clock_.Now();
+  placement_.allocation.max = 1;
+  slurm_->jobs[70] = {JobRequest{}, {70, JobState::kRunning, 0, "n1", "hpo-alloc-test-1"}};
+  slurm_->jobs[70].status.start_time = now - absl::Hours(1);
+  backend::AllocationUsage held;
+  held.id = "slurm:70";
+  held.sweep_id = 1;
+  held.gpus = 4;
+  held.nodes = 1;
+  held.started_at = now - absl::Hours(1);
+  held.ends_at = now + absl::Hours(1);
+  backend_->AdoptAllocation(held);
+  EXPECT_TRUE(absl::IsNotFound(backend_->Adopt(Spec(1, {"true"}, 1), "", "")));  // sweep 1 runs
+  slurm_->query_error = absl::UnavailableError("slurmctld is not answering");
+  EXPECT_FALSE(backend_->CanLaunch(1, Gpus(1), Where()));
+  for (int i = 0; i < 3; ++i) backend_->Poll();
+  EXPECT_EQ(slurm_->jobs.size(), 1u) << "allocation 70 may still run: nothing more requested";
+  slurm_->query_error = absl::OkStatus();
+  for (int i = 0; i < 3 && !backend_->CanLaunch(1, Gpus(4), Where()); ++i) {
+    clock_.Advance(absl::Seconds(2));
+    backend_->Poll();
+  }
+  EXPECT_TRUE(backend_->CanLaunch(1, Gpus(4), Where())) << "70 is the sweep's again";
+  EXPECT_EQ(slurm_->jobs.size(), 1u);
+  EXPECT_TRUE(canceled_.empty());
+}
+
 // A trial's job that Slurm ended is LOST with what ended it (none of which counts against the
 // sweep): the time limit, a preemption, a node failure, an outside scancel.
 TEST_F(SlurmStepsTest, JobsTheInfrastructureEndsAreLostWithTheirCause) {
