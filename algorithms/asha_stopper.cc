@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace hpo::algorithms {
 namespace {
@@ -68,8 +69,8 @@ std::optional<AshaStopper::Ended> AshaStopper::EndedOf(const Curve& trial) const
   return e;
 }
 
-std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
-                                                   const std::map<int64_t, Ended>& ended) const {
+std::optional<std::pair<double, size_t>> AshaStopper::Correlation(
+    int64_t rung, const std::map<int64_t, Ended>& ended) const {
   const size_t need = static_cast<size_t>(std::max<int64_t>(5, options_.bootstrap));
   std::vector<double> at, last;
   for (const auto& [number, e] : ended) {
@@ -78,11 +79,31 @@ std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
     at.push_back(it->second);
     last.push_back(e.last);
   }
-  if (at.size() < need) return {false, ""};
-  double rho = Spearman(at, last);
-  if (rho < options_.min_correlation) return {false, ""};
+  if (at.size() < need) return std::nullopt;
+  return std::pair(Spearman(at, last), at.size());
+}
+
+std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
+                                                   const std::map<int64_t, Ended>& ended) const {
+  std::optional<std::pair<double, size_t>> c = Correlation(rung, ended);
+  if (!c || c->first < options_.min_correlation) return {false, ""};
   return {true, absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials)",
-                                options_.max_resource, rho, at.size())};
+                                options_.max_resource, c->first, c->second)};
+}
+
+std::string AshaStopper::RungStates() const {
+  if (options_.min_correlation <= 0) return "";
+  std::vector<std::string> parts;
+  for (int64_t rung : Rungs(0)) {
+    std::optional<std::pair<double, size_t>> c = Correlation(rung, ended_);
+    if (!c) {
+      parts.push_back(absl::StrFormat("step %d: not measured yet", rung));
+      continue;
+    }
+    parts.push_back(absl::StrFormat("step %d: %.2f over %d trials, %s", rung, c->first, c->second,
+                                    c->first >= options_.min_correlation ? "on" : "off"));
+  }
+  return absl::StrJoin(parts, "; ");
 }
 
 std::vector<int64_t> AshaStopper::Rungs(int bracket) const {

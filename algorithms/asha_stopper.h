@@ -61,6 +61,9 @@ class AshaStopper final : public Stopper {
   int BracketOf(int64_t trial_number) const;
   // The rung (index, step) the trial's last point crossed (previous step < rung <= step).
   std::optional<std::pair<size_t, int64_t>> CrossedRung(const Curve& trial) const;
+  // With min_correlation, in words, each rung's rank correlation with max_resource so far and
+  // whether it stops trials ("step 1: 0.12 over 7 trials, off; ..."); empty otherwise.
+  std::string RungStates() const;
 
  private:
   StopDecision Verdict(size_t rung_index, int64_t rung, double value, double threshold, size_t keep,
@@ -77,6 +80,10 @@ class AshaStopper final : public Stopper {
     double last = 0;
   };
   std::pair<bool, std::string> Predicts(int64_t rung, const std::map<int64_t, Ended>& ended) const;
+  // The rank correlation at `rung` and the number of trials it is over; nullopt while fewer
+  // than max(5, bootstrap) trials reached max_resource with a value there.
+  std::optional<std::pair<double, size_t>> Correlation(int64_t rung,
+                                                       const std::map<int64_t, Ended>& ended) const;
   // The trial's record once it reached max_resource, or nullopt.
   std::optional<Ended> EndedOf(const Curve& trial) const;
   AshaOptions options_;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "algorithms/auto_sampler.h"
 #include "algorithms/genetic_sampler.h"
 #include "algorithms/grid_sampler.h"
 #include "algorithms/nsga2_sampler.h"
@@ -15,8 +16,8 @@
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"random",  "grid", "tpe",
-                                                 "genetic", "pbt",  "nsga2"};
+  static const std::vector<std::string> names = {"auto",    "random", "grid", "tpe",
+                                                 "genetic", "pbt",    "nsga2"};
   return names;
 }
 
@@ -49,6 +50,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
         absl::StrCat(spec.name,
                      " ranks trials by one objective; with several objectives or constraints use "
                      "nsga2, tpe (multi-objective TPE) or random"));
+  }
+  if (spec.name == "auto") {
+    AutoChoice choice = ChooseSampler(spec, space, pareto);
+    ASSIGN_OR_RETURN(std::unique_ptr<Sampler> chosen, MakeSampler(choice.spec, space, pareto));
+    return std::make_unique<AutoSampler>(std::move(choice), std::move(chosen));
   }
   if (spec.name == "random") return std::make_unique<RandomSampler>();
   if (spec.name == "nsga2") {

@@ -80,7 +80,8 @@ Points CompletedPoints(const SuggestRequest& req, std::vector<const HistoryEntry
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  std::string name = "random";   // "random" | "grid" | "tpe" | "genetic" | "pbt" | "nsga2"
+  // "auto" (auto_sampler.h) | "random" | "grid" | "tpe" | "genetic" | "pbt" | "nsga2"
+  std::string name = "auto";
   int grid_points = 5;           // grid: values per continuous parameter
   bool grid_shuffle = false;     // grid: visit points in a seeded random order
   int tpe_startup_trials = 10;   // tpe: random trials before the model is used
@@ -102,6 +103,10 @@ struct AlgorithmSpec {
   // nsga2 (nsga2_sampler.h); population as above
   double nsga2_crossover_rate = 0.9;
   double nsga2_mutation_rate = 0;  // per parameter; 0: 1 / the number of parameters
+  // auto: what the rest of the sweep file says that the choice depends on (the parser fills
+  // them in from `budget:`).
+  int64_t max_trials = 0;   // budget.max_trials; 0: none
+  int64_t concurrency = 1;  // budget.max_concurrent
 };
 
 class Sampler {
@@ -114,6 +119,9 @@ class Sampler {
       const SuggestRequest& req) const = 0;
   // How many trials the sampler can propose at most; nullopt when unbounded.
   virtual std::optional<int64_t> MaxTrials(const SearchSpace& space) const = 0;
+  // What it does at this point of the sweep (req: the next suggestion's request), and why, in
+  // words, for a sampler that chooses (auto); empty for one that does one thing.
+  virtual std::string Choice(const SuggestRequest& /*req*/) const { return ""; }
 };
 
 // INVALID_ARGUMENT when the name is unknown or the settings do not fit the space, or when the

@@ -3,19 +3,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "algorithms/asha_stopper.h"
+#include "algorithms/auto_stopper.h"
 #include "algorithms/median_stopper.h"
 #include "algorithms/mo_asha_stopper.h"
 
 namespace hpo::algorithms {
 
 const std::vector<std::string>& StopperNames() {
-  static const std::vector<std::string> names = {"none", "asha", "hyperband", "median"};
+  static const std::vector<std::string> names = {"auto", "none", "asha", "hyperband", "median"};
   return names;
 }
 
 absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec,
                                                      const std::vector<Direction>& directions) {
   if (spec.name == "none") return std::make_unique<NoStopper>();
+  if (spec.name == "auto") return std::make_unique<AutoStopper>(spec, directions);
   if (!directions.empty() && spec.name == "median") {
     return absl::InvalidArgumentError(
         "median compares one objective; with several objectives or constraints use asha or "

@@ -38,7 +38,7 @@ struct StopDecision {
 
 // Stopper settings from the sweep file (`early_stopping:` section).
 struct StopperSpec {
-  std::string name = "none";     // none | asha | hyperband | median
+  std::string name = "auto";     // auto (auto_stopper.h) | none | asha | hyperband | median
   int64_t min_resource = 1;      // asha/hyperband: first rung (step)
   int64_t max_resource = 0;      // asha/hyperband: no rung at or past it; 0: unbounded
   int64_t reduction_factor = 3;  // asha/hyperband: eta
@@ -50,6 +50,14 @@ struct StopperSpec {
   // asha/hyperband: a rung stops trials only while the trials that reached max_resource show at
   // least this rank correlation between their values there and at their end; 0: always.
   double min_correlation = 0;
+  // auto: how many steps a trial reports when nothing stops it, when the file says (the parser
+  // fills it in from plan.steps or budget.max_trial_steps, and `steps_from` with which); 0:
+  // learned from the first trial that completes.
+  int64_t steps = 0;
+  std::string steps_from = {};
+  // auto: set when the sampler decides itself how far each trial trains (pbt): then no early
+  // stopping, for this reason.
+  std::string none_because = {};
 };
 
 class Stopper {
@@ -62,6 +70,13 @@ class Stopper {
   // decision does not look at every curve; a restarted daemon replays every stored curve through
   // it, trial by trial. Stateful: not thread-safe.
   virtual StopDecision Observe(const Curve& trial, Direction direction) = 0;
+  // A trial ended; `completed`: it ran to its own end (not stopped, failed or lost). Its points
+  // were told before. A restarted daemon tells of every ended trial again, in the order they
+  // ended, once it replayed the curves.
+  virtual void Ended(const Curve& /*trial*/, bool /*completed*/) {}
+  // What it does at this point of the sweep, and why, in words, for a stopper that chooses
+  // (auto); empty for one that does one thing.
+  virtual std::string Choice() const { return ""; }
 };
 
 // Never stops a trial.

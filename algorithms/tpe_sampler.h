@@ -41,6 +41,12 @@ class TpeSampler final : public Sampler {
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
   std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }
+  // How many trials the model would learn from for this request (below startup_trials: the
+  // suggestion is a random draw).
+  static size_t Learned(const SuggestRequest& req) {
+    return (req.MultiObjective() ? MultiRanked(req) : Ranked(req)).size();
+  }
+  const TpeOptions& options() const { return options_; }
 
  private:
   // The trials the model learns from, best first (see above).

@@ -237,9 +237,15 @@ void SweepCommands::Show() {
   auto sweep = OrExit(c->GetSweep(show_.sweep));
   auto trials = AllTrials(*c, show_.sweep);
   std::printf("%s", client::SweepHeader(sweep, trials).c_str());
-  std::printf("source %s, algorithm %s, backend %s, %lld at a time\n", sweep.source().c_str(),
-              sweep.algorithm().c_str(), sweep.backend().c_str(),
-              static_cast<long long>(sweep.max_concurrent()));
+  std::printf("source %s, algorithm %s, early stopping %s, backend %s, %lld at a time\n",
+              sweep.source().c_str(), sweep.algorithm().c_str(), sweep.early_stopping().c_str(),
+              sweep.backend().c_str(), static_cast<long long>(sweep.max_concurrent()));
+  if (!sweep.algorithm_choice().empty()) {
+    std::printf("algorithm auto: %s\n", sweep.algorithm_choice().c_str());
+  }
+  if (!sweep.early_stopping_choice().empty()) {
+    std::printf("early stopping auto: %s\n", sweep.early_stopping_choice().c_str());
+  }
   std::printf("%s\n", client::GpuHoursText(sweep).c_str());
   if (std::string q = client::QuarantineText(sweep); !q.empty()) std::printf("%s\n", q.c_str());
   // The plan counts configurations run; a retry of a lost trial is the same configuration.

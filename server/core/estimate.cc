@@ -37,8 +37,9 @@ std::vector<int64_t> ReportSteps(int64_t steps, int64_t dense, double growth) {
 
 absl::StatusOr<RunFigures> SimulateOnce(const SweepSpec& spec, const EstimateInputs& in,
                                         const std::vector<int64_t>& at_steps, uint64_t seed) {
-  absl::StatusOr<std::unique_ptr<algorithms::Stopper>> made =
-      algorithms::MakeStopper(spec.early_stopping);
+  algorithms::StopperSpec rule = spec.early_stopping;
+  if (rule.name == "auto" && rule.steps == 0) rule.steps = at_steps.back();  // as it will learn
+  absl::StatusOr<std::unique_ptr<algorithms::Stopper>> made = algorithms::MakeStopper(rule);
   if (!made.ok()) return made.status();
   algorithms::Stopper& stopper = **made;
   std::mt19937_64 rng(seed);

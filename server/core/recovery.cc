@@ -102,6 +102,19 @@ absl::Status Recovery::Replay(Sweep& sweep, TrialRuntime& trial) {
   return absl::OkStatus();
 }
 
+void Recovery::TellEnded(Sweep& sweep) {
+  std::vector<const TrialRuntime*> ended;
+  for (const auto& t : sweep.trials()) {
+    if (v1::IsFinal(t->rec.state)) ended.push_back(t.get());
+  }
+  auto at = [](const TrialRuntime* t) { return t->rec.ended_at.value_or(absl::InfinitePast()); };
+  std::stable_sort(ended.begin(), ended.end(),
+                   [&](const TrialRuntime* a, const TrialRuntime* b) { return at(a) < at(b); });
+  for (const TrialRuntime* t : ended) {
+    sweep.plan.stopper->Ended(CurveOf(*t), t->rec.state == v1::TRIAL_STATE_COMPLETED);
+  }
+}
+
 void Recovery::Adopt(Sweep& sweep, TrialRuntime& trial) {
   // The trial may still run (it outlives the daemon), or have ended while hpod was away: the
   // backend looks for it. Its directory exists, or it would not have been launched.
@@ -181,14 +194,18 @@ absl::Status Recovery::Run() {
           sweep.QueueRetry(t->rec.number);
         }
       }
+      std::vector<TrialRuntime*> running;
       for (auto& t : sweep.trials()) {
         bool final = v1::IsFinal(t->rec.state);
         // Early stopping compares curves: every trial's comes back from its reports (not
         // needed once the sweep ended).
         if (final && (!sweep.plan.keeps_curves || sweep.Final())) continue;
         RETURN_IF_ERROR(Replay(sweep, *t));
-        if (!final) Adopt(sweep, *t);
+        if (!final) running.push_back(t.get());
       }
+      if (sweep.plan.keeps_curves && !sweep.Final()) TellEnded(sweep);
+      sweep.ChoicesChanged();  // as rebuilt: what watchers were told before the restart
+      for (TrialRuntime* t : running) Adopt(sweep, *t);
       // A sweep that was ending when the daemon stopped still ends: its re-adopted trials are
       // stopped again (the earlier request lived in memory only).
       if (sweep.Ending() && !sweep.Final()) {

@@ -42,6 +42,9 @@ class Recovery {
   [[nodiscard]] absl::Status Replay(Sweep& sweep, TrialRuntime& trial);
   // A trial that had not ended: re-adopted, waiting again, or LOST.
   void Adopt(Sweep& sweep, TrialRuntime& trial);
+  // Tells the stopper of the sweep's ended trials, in the order they ended, as it was told
+  // while they ran (once the curves are replayed).
+  void TellEnded(Sweep& sweep);
 
   SweepTable& table_;
   Store& store_;

@@ -117,6 +117,29 @@ TrialRuntime& Sweep::Add(std::unique_ptr<TrialRuntime> trial) {
   return t;
 }
 
+algorithms::SuggestRequest Sweep::NextRequest() const {
+  algorithms::SuggestRequest req;
+  req.space = &spec().space;
+  req.history = &history_;
+  req.objectives = &objectives_;
+  req.trial_number = sampled_;
+  req.seed = spec().seed;
+  req.direction = spec().objective.direction;
+  if (!plan.directions.empty()) req.directions = &plan.directions;
+  return req;
+}
+
+std::pair<std::string, std::string> Sweep::Choices() const {
+  return {plan.sampler->Choice(NextRequest()), plan.stopper->Choice()};
+}
+
+bool Sweep::ChoicesChanged() {
+  std::pair<std::string, std::string> now = Choices();
+  if (now == choices_) return false;
+  choices_ = std::move(now);
+  return true;
+}
+
 Sweep::Ended Sweep::TrialEnded(const TrialRuntime& trial) {
   const TrialRecord& r = trial.rec;
   Ended ended;

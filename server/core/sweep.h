@@ -158,6 +158,13 @@ class Sweep {
   const std::vector<double>& objectives() const { return objectives_; }
   // Every trial's Pareto rank (0: on the front), -1 for trials not ranked, by number.
   std::vector<int> ParetoRanks() const;
+  // What the sampler is asked for the sweep's next sampled trial (no output set).
+  algorithms::SuggestRequest NextRequest() const;
+  // What `auto` chose for the sampler and the stopper and does now, in words (their Choice());
+  // empty for ones the file named.
+  std::pair<std::string, std::string> Choices() const;
+  // Whether Choices() changed since the last call (which notes them): the sweep's watchers hear.
+  bool ChoicesChanged();
 
   // --- GPU time: the one place it is reckoned (usage.h adds it up per sweep).
   // The GPUs a trial of this sweep holds while it runs (per node x nodes).
@@ -254,6 +261,7 @@ class Sweep {
   std::vector<int64_t> front_;
   std::optional<std::string> budget_spent_;
   std::map<std::string, AllocationRecord> allocations_;
+  std::pair<std::string, std::string> choices_;  // as of the last ChoicesChanged
 };
 
 }  // namespace hpo::server

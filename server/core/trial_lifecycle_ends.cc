@@ -10,6 +10,7 @@
 #include "server/core/budget.h"
 #include "server/core/convert.h"
 #include "server/core/objectives.h"
+#include "server/core/report_intake.h"
 #include "server/core/trial_lifecycle.h"
 #include "server/core/usage.h"
 #include "server/core/views.h"
@@ -156,7 +157,11 @@ void TrialLifecycle::EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState 
     AddMeasuredMetrics(rec, sweep.TrialGpus(rec), *rec.ended_at, rec.last_metrics);
   }
   Sweep::Ended ended = sweep.TrialEnded(trial);
+  if (sweep.plan.keeps_curves) {
+    sweep.plan.stopper->Ended(CurveOf(trial), state == v1::TRIAL_STATE_COMPLETED);
+  }
   SaveTrial(sweep, trial, v1::EVENT_KIND_TRIAL_STATE);
+  if (sweep.ChoicesChanged()) Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
   CheckFailFast(sweep, trial);
   if (ended.max_failed_hit && !sweep.Ending()) {
     BeginEnding(

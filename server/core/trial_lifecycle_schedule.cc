@@ -136,14 +136,7 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
     }
   } else {
     if (!sweep.MoreToCreate()) return false;
-    algorithms::SuggestRequest req;
-    req.space = &sweep.spec().space;
-    req.history = &sweep.history();
-    req.objectives = &sweep.objectives();
-    req.trial_number = sweep.sampled();
-    req.seed = sweep.spec().seed;
-    req.direction = sweep.spec().objective.direction;
-    if (!sweep.plan.directions.empty()) req.directions = &sweep.plan.directions;
+    algorithms::SuggestRequest req = sweep.NextRequest();
     algorithms::SuggestOutput output;
     req.output = &output;
     absl::StatusOr<std::optional<algorithms::Params>> params = sweep.plan.sampler->Suggest(req);
@@ -174,6 +167,7 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
   rec.id = *id;
   TrialRuntime& trial = table_.AddTrial(sweep, std::move(rt));  // counted, and active
   Emit(sweep, v1::EVENT_KIND_TRIAL_STATE, &trial);
+  if (sweep.ChoicesChanged()) Emit(sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);
   PrepareFiles(sweep, trial);
   if (v1::IsFinal(trial.rec.state)) return true;
   if (trial.files == TrialRuntime::Files::kReady &&

@@ -42,6 +42,10 @@ v1::Sweep SweepView(const Sweep& sweep, bool with_spec, absl::Time now) {
   if (with_spec) out.set_spec_yaml(rec.spec_yaml);
   out.set_source(rec.source);
   out.set_algorithm(spec.algorithm.name);
+  out.set_early_stopping(spec.early_stopping.name);
+  auto [sampler_choice, stopper_choice] = sweep.Choices();
+  out.set_algorithm_choice(sampler_choice);
+  out.set_early_stopping_choice(stopper_choice);
   out.set_backend(rec.backend);
   out.set_owner(rec.owner);
   Usage usage = MeasureUsage(sweep, now);

@@ -541,7 +541,11 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
                "population", "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
                "elitism", "demes", "migration_interval", "quantile", "resample_rate", "perturb"});
     if (!node["name"])
-      Error(node, "algorithm needs name: random or grid");
+      Error(node, "algorithm needs name: auto, random, grid, tpe, genetic, pbt or nsga2");
+    else if (node["name"].IsScalar() && node["name"].Scalar() == "auto" && node.size() > 1)
+      Error(node,
+            "algorithm auto chooses its own settings; name a sampler (tpe, grid, ...) to "
+            "set them");
     else
       spec.algorithm.name = String(node["name"], "algorithm name").value_or("");
     if (node["points"])
@@ -650,6 +654,11 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
     if (e.max_resource != 0 && e.max_resource <= e.min_resource) {
       Error(node["max_resource"], "early_stopping max_resource must exceed min_resource");
     }
+  }
+  if (spec.early_stopping.name == "auto" && node.IsMap() && node.size() > 1) {
+    Error(node,
+          "early_stopping auto chooses its own settings; name a rule (asha, hyperband, "
+          "median) to set them");
   }
   const auto& names = algorithms::StopperNames();
   if (std::find(names.begin(), names.end(), spec.early_stopping.name) == names.end()) {
@@ -827,6 +836,23 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   }
   if (spec.Pareto() && spec.objective.goal) {
     Error(root["objective"]["goal"], "objective goal does not go with constraints");
+  }
+
+  // What `auto` chooses by: the budget, and a trial's length when the file says.
+  spec.algorithm.max_trials = spec.budget.max_trials;
+  spec.algorithm.concurrency = spec.budget.max_concurrent;
+  if (spec.plan.steps > 0) {
+    spec.early_stopping.steps = spec.plan.steps;
+    spec.early_stopping.steps_from = "plan.steps";
+  }
+  if (spec.algorithm.name == "pbt") {
+    spec.early_stopping.none_because =
+        "pbt decides itself which members train on, from their checkpoints";
+  }
+  if (spec.budget.max_trial_steps > 0 &&
+      (spec.early_stopping.steps == 0 || spec.budget.max_trial_steps < spec.early_stopping.steps)) {
+    spec.early_stopping.steps = spec.budget.max_trial_steps;
+    spec.early_stopping.steps_from = "budget.max_trial_steps";
   }
 
   if (!errors_.empty()) return;

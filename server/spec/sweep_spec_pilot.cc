@@ -35,7 +35,8 @@ absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, i
   // Its own few configurations, drawn at random from the sweep's space, each run for `steps`
   // steps at the sweep's concurrency: what the sweep's trials cost, not where its search goes.
   root["algorithm"] = "random";
-  for (const char* key : {"early_stopping", "enqueue", "warm_start", "plan"}) root.remove(key);
+  root["early_stopping"] = "none";
+  for (const char* key : {"enqueue", "warm_start", "plan"}) root.remove(key);
   int64_t concurrent = 1;
   YAML::Node budget = root["budget"];
   if (budget && budget.IsMap() && budget["max_concurrent"]) {

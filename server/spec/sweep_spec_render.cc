@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "algorithms/auto_sampler.h"
+#include "algorithms/auto_stopper.h"
 #include "common/shell_quote.h"
 #include "server/spec/sweep_spec.h"
 #include "slurm_backend/slurm_placement.h"
@@ -94,6 +96,9 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
                     " (a trial that misses one ranks after every one that meets them)");
   }
   absl::StrAppend(&out, "\nalgorithm: ", sampler.Name());
+  if (const auto* chooser = dynamic_cast<const algorithms::AutoSampler*>(&sampler)) {
+    absl::StrAppend(&out, " (", chooser->choice().spec.name, ": ", chooser->choice().why, ")");
+  }
   if (auto cap = sampler.MaxTrials(space)) {
     absl::StrAppend(&out, " (", *cap, " grid points");
     if (budget.max_trials > 0 && budget.max_trials < *cap) {
@@ -103,7 +108,11 @@ std::string SweepSpec::Summary(const algorithms::Sampler& sampler) const {
     absl::StrAppend(&out, ")");
   }
   absl::StrAppend(&out, "\nearly stopping: ", early_stopping.name);
-  if (Pareto() && early_stopping.name != "none") {
+  if (early_stopping.name == "auto") {
+    algorithms::AutoStopper chooser(early_stopping,
+                                    Pareto() ? Directions() : std::vector<algorithms::Direction>{});
+    absl::StrAppend(&out, " (", chooser.Choice(), ")");
+  } else if (Pareto() && early_stopping.name != "none") {
     absl::StrAppend(&out, " (multi-objective: ranked by Pareto front, then epsilon-net)");
   }
   int64_t limit = TrialLimit(sampler);

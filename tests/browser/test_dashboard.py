@@ -177,6 +177,11 @@ class DashboardTest(unittest.TestCase):
             self.wait(lambda: self.drew(canvas), 20)
         self.assertIn("GPU", self.js("return document.getElementById('chart-timeline-note').innerText"))
         self.wait(lambda: "COMPLETED" in rows(), 60)
+        # What `auto` chose and why, live: TPE, and ASHA once the first trial completed (6 steps).
+        search = lambda: self.js("return document.getElementById('search').innerText")
+        self.wait(lambda: "rungs at steps 1, 3 of 6" in search(), 30)
+        self.assertIn("algorithm auto (tpe: ", search())
+        self.assertIn("(the first to complete) ran 6 steps", search())
         # Parameter importance, once five trials finished.
         self.wait(lambda: "main effects" in self.js(
             "return document.getElementById('chart-importance-note').innerText"), 60)

@@ -28,6 +28,8 @@ command: >-
 parameters:
   x: {type: int, low: 1, high: 1000}
 objective: {metric: loss, direction: minimize}
+algorithm: random
+early_stopping: none
 budget: {max_trials: 12, max_concurrent: 4}
 seed: 7
 YAML

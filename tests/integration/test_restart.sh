@@ -8,6 +8,7 @@ command: "for s in 1 2 3 4 5 6; do hpo report --step $s loss=$(echo \"{x} / $s\"
 parameters:
   x: {type: int, low: 1, high: 100}
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 6, max_concurrent: 2}
 YAML
 id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)

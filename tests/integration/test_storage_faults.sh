@@ -34,6 +34,7 @@ command: "for s in $(seq 1 40); do hpo report --step $s loss=$(echo \"{x} / $s\"
 parameters:
   x: {type: int, low: 1, high: 1000}
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 8, max_concurrent: 4}
 YAML
 id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)

@@ -208,8 +208,18 @@ function header(st) {
     el("span", {}, "GPU-hours ", el("b", {}, fmt(s.charged_gpu_seconds / 3600)),
        s.gpu_hours_budget ? ` of ${fmt(s.gpu_hours_budget)}` : ""),
     ...planned(s),
+    search(s),
     ...quarantined(s),
     el("span", {class: "muted"}, s.message || ""));
+}
+
+// What the sweep searches with: its sampler and stopper, and for `auto` what each chose, does
+// now and why.
+function search(s) {
+  const part = (label, name, choice) =>
+    el("span", {}, `${label} `, el("b", {}, name || "–"), choice ? ` (${choice})` : "");
+  return el("span", {id: "search"}, part("algorithm", s.algorithm, s.algorithm_choice), "; ",
+            part("early stopping", s.early_stopping, s.early_stopping_choice));
 }
 
 // What the sweep was expected to cost when it was submitted (hpo plan), next to what it used.

@@ -97,6 +97,7 @@ SweepRun Sweep(const std::string& name, uint64_t seed, bool pareto, int trials =
     absl::StatusOr<std::optional<Params>> q = (*fresh)->Suggest(again);
     EXPECT_TRUE(q.ok() && q->has_value() && **q == **p) << "rebuilt differently";
     EXPECT_EQ(fresh_out.parent, out.parent);
+    EXPECT_EQ((*fresh)->Choice(again), (*sampler)->Choice(req)) << "a choice rebuilt alike";
     HistoryEntry h;
     h.number = n;
     h.params = **p;
@@ -182,6 +183,7 @@ TEST_P(StopperContract, SameReportsSameDecisionsAlsoAfterARestart) {
   ASSERT_TRUE(one.ok() && two.ok()) << one.status();
   std::map<int64_t, std::vector<std::pair<int64_t, double>>> curves;
   std::map<int64_t, bool> finished;
+  std::vector<int64_t> end_order;  // the trials that completed, in the order they did
   std::unique_ptr<Stopper> restarted;
   int stops = 0, stops_after_restart = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -193,6 +195,10 @@ TEST_P(StopperContract, SameReportsSameDecisionsAlsoAfterARestart) {
           bool ended = k == points.size() && finished[trial];
           restarted->Observe({trial, std::span(points.data(), k), ended}, Direction::kMinimize);
         }
+      }
+      for (int64_t trial : end_order) {  // then the ended trials, in the order they ended
+        const auto& points = curves[trial];
+        restarted->Ended({trial, std::span(points.data(), points.size()), true}, true);
       }
     }
     auto& points = curves[r.trial];
@@ -211,11 +217,22 @@ TEST_P(StopperContract, SameReportsSameDecisionsAlsoAfterARestart) {
           << GetParam() << ", report " << i << " after the restart";
       stops_after_restart += a.decision == Decision::kStop;
     }
+    if (r.last) {  // it completed
+      end_order.push_back(r.trial);
+      (*one)->Ended(curve, true);
+      (*two)->Ended(curve, true);
+      if (restarted) restarted->Ended(curve, true);
+      EXPECT_EQ((*one)->Choice(), (*two)->Choice());
+      if (restarted) {
+        EXPECT_EQ(restarted->Choice(), (*one)->Choice());
+      }
+    }
   }
   if (GetParam() == "none") {
     EXPECT_EQ(stops, 0);
   } else {
-    EXPECT_GT(stops_after_restart, 0) << "later trials, compared with earlier ones, should stop";
+    EXPECT_GT(stops_after_restart, 0) << "later trials, compared with earlier ones, should stop "
+                                      << stops << " " << (*one)->Choice();
   }
 }
 

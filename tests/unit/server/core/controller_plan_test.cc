@@ -20,6 +20,7 @@ const char* const kSweep =
     "objective: {metric: loss, direction: minimize}\n"
     "command: [train, '--x={x}']\n"
     "algorithm: tpe\n"
+    "early_stopping: none\n"
     "budget: {max_trials: 10, max_concurrent: 2}\n"
     "plan: {steps: 20}\n";
 

@@ -11,9 +11,9 @@ using ::testing::HasSubstr;
 
 SweepSpec Spec(const std::string& more) {
   ParseResult r = ParseSweepSpec(
-      "command: [train, '{x}']\nparameters: {x: {type: float, low: 0, high: 1}}\n"
-      "objective: {metric: loss, direction: minimize}\n" +
-          more,
+      std::string("command: [train, '{x}']\nparameters: {x: {type: float, low: 0, high: 1}}\n"
+                  "objective: {metric: loss, direction: minimize}\n") +
+          (more.find("early_stopping") == std::string::npos ? "early_stopping: none\n" : "") + more,
       "s.yaml", "/");
   EXPECT_TRUE(r.errors.empty()) << r.errors.front();
   return *r.spec;

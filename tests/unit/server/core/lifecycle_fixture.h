@@ -59,7 +59,9 @@ class LifecycleTest : public ::testing::Test {
     std::string yaml = absl::StrCat(
         "parameters: {x: [1, 2, 3]}\nobjective: {metric: loss, direction: minimize}\n",
         more.find("backend: external") == std::string::npos ? "command: [train, '{x}']\n" : "",
-        "budget: {max_trials: ", max_trials, ", max_concurrent: ", max_concurrent, "}\n", more);
+        "budget: {max_trials: ", max_trials, ", max_concurrent: ", max_concurrent, "}\n",
+        // The scripted sampler stands in for the file's: its trial limit is the budget's.
+        more.find("algorithm:") == std::string::npos ? "algorithm: random\n" : "", more);
     PlanResult planned = PlanSweep(yaml, "t.yaml", root_);
     EXPECT_TRUE(planned.plan.has_value()) << (planned.errors.empty() ? "" : planned.errors[0]);
     auto sweep = std::make_unique<Sweep>();
