@@ -19,6 +19,7 @@ parameters:
   x: [1, 2, 3, 4, 5, 6]
 algorithm: grid
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 6, max_concurrent: 2}
 resources: {gpus: 1, cpus: 1}
 slurm:

@@ -32,6 +32,7 @@ command: "sh $WORK/train.sh {kind} $WORK/$mode"
 parameters: {kind: [hangs, slows]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
+early_stopping: none
 budget: {max_concurrent: 2, max_failed: 1}
 resources: {gpus: 1, cpus: 1}
 health: {report_timeout: auto, factor: 5, floor: 3s, signal: SIGUSR1, grace: 2s}
@@ -66,6 +67,7 @@ command: "sh $WORK/trian.sh {x}"
 parameters: {x: [1, 2, 3, 4, 5, 6, 7, 8]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
+early_stopping: none
 budget: {max_concurrent: 1, max_failed: 8}
 resources: {gpus: 1, cpus: 1}
 slurm: {allocation: {gpus_per_node: 2, cpus_per_node: 4, max: 1}}

@@ -20,6 +20,7 @@ parameters:
   w: [0.5, 0.55, 1.4, 1.5]
 algorithm: grid
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 4, max_concurrent: 4}
 resources: {gpus: 1, cpus: 1}
 slurm:

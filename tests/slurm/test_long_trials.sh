@@ -27,6 +27,7 @@ command: [/usr/bin/python3, $TRAIN, "--lr={lr}", --hidden=16, --total-epochs=$2,
 parameters:
   lr: {type: float, low: 0.05, high: 0.5, log: true}
 objective: {metric: val_acc, direction: maximize}
+early_stopping: none
 budget: {max_trials: $6, max_concurrent: $6, max_failed: 0}
 resources: {gpus: 1}
 max_retries: 0
@@ -81,6 +82,7 @@ command: "scontrol show step $SLURM_JOB_ID.$SLURM_STEP_ID > $HPO_TRIAL_DIR/step.
 parameters:
   x: {type: float, low: 0, high: 1}
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 4, max_concurrent: 1}
 resources: {gpus: 1, time_limit: 1m}
 slurm: {time_limit: 2m, allocation: {gpus_per_node: 1, max: 1}}

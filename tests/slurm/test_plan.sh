@@ -17,6 +17,7 @@ name: planned
 command: "sh $WORK/train.sh {x}"
 parameters: {x: {type: float, low: 0, high: 1}}
 objective: {metric: loss, direction: minimize}
+early_stopping: none
 budget: {max_trials: 6, max_concurrent: 2}
 resources: {gpus: 1, cpus: 1}
 plan: {steps: 6}
