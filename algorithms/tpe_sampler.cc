@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <span>
 
 #include "algorithms/random_sampler.h"
@@ -391,19 +392,45 @@ absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& 
     std::vector<const Params*> good, bad;
     for (size_t i = 0; i < done.size(); ++i) (i < n_good ? good : bad).push_back(&done[i]->params);
     JointParzen l = JointParzen::Fit(params, good), g = JointParzen::Fit(params, bad);
-    std::vector<double> best_x;
-    double best_score = -1e300;
-    for (int c = 0; c < options_.candidates; ++c) {
+    auto at = [&](const std::vector<double>& x) {
+      Params p = out;
+      for (size_t d = 0; d < params.size(); ++d) {
+        const ParamDef& def = *params[d];
+        p[def.name] = def.type == ParamType::kCategorical ? def.choices[static_cast<size_t>(x[d])]
+                                                          : FromAxis(def, x[d]);
+      }
+      return p;
+    };
+    // In a space of finitely many configurations a draw may be one that ran already, which
+    // tells nothing new: those are passed over while fresh ones turn up (up to 10x the draws).
+    std::set<Params> ran;
+    if (std::all_of(params.begin(), params.end(),
+                    [](const ParamDef* p) { return p->Cardinality().has_value(); })) {
+      for (const HistoryEntry& h : *req.history) ran.insert(h.params);
+    }
+    if (ran.empty()) {
+      std::vector<double> best_x;
+      double best_score = -1e300;
+      for (int c = 0; c < options_.candidates; ++c) {
+        std::vector<double> x = l.Sample(rng);
+        double score = l.LogPdf(x) - g.LogPdf(x);
+        if (score > best_score) best_score = score, best_x = std::move(x);
+      }
+      return std::optional<Params>(at(best_x));
+    }
+    std::optional<Params> best, best_fresh;
+    double best_score = -1e300, best_fresh_score = -1e300;
+    for (int c = 0, fresh = 0; c < 10 * options_.candidates && fresh < options_.candidates; ++c) {
       std::vector<double> x = l.Sample(rng);
       double score = l.LogPdf(x) - g.LogPdf(x);
-      if (score > best_score) best_score = score, best_x = std::move(x);
+      Params p = at(x);
+      if (!ran.count(p)) {
+        ++fresh;
+        if (score > best_fresh_score) best_fresh_score = score, best_fresh = p;
+      }
+      if (score > best_score) best_score = score, best = std::move(p);
     }
-    for (size_t d = 0; d < params.size(); ++d) {
-      const ParamDef& p = *params[d];
-      out[p.name] = p.type == ParamType::kCategorical ? p.choices[static_cast<size_t>(best_x[d])]
-                                                      : FromAxis(p, best_x[d]);
-    }
-    return std::optional<Params>(std::move(out));
+    return best_fresh ? best_fresh : best;
   }
   for (const ParamDef& p : req.space->params) {
     if (p.type == ParamType::kFixed) {

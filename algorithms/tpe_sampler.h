@@ -22,6 +22,10 @@
 // objective). Trials that ended short of the step (or were stopped early) follow, those that got
 // furthest first.
 //
+// In a space of finitely many configurations (every parameter categorical, int or stepped),
+// multivariate TPE passes over draws that are configurations the sweep ran already, while
+// fresh ones turn up among up to 10x `candidates` draws: a repeat would tell it nothing.
+//
 // Deterministic in (seed, trial number, history); no state.
 
 #include "algorithms/sampler.h"

@@ -1,6 +1,7 @@
 // TPE against random search on Branin and Hartmann-6: the same trial budget over 10 seeds each,
 // compared as distributions (medians and per-seed wins), not one run.
 #include <cmath>
+#include <set>
 
 #include "algorithms/random_sampler.h"
 #include "algorithms/tpe_sampler.h"
@@ -123,6 +124,55 @@ TEST_P(TpeVariants, ComparesCurvesAtTheStepMostTrialsReached) {
     h.curve = nullptr;
   }
   EXPECT_NEAR(proposed(), 0.2, 0.1);
+}
+
+}  // namespace
+}  // namespace hpo::algorithms
+
+namespace hpo::algorithms {
+namespace {
+
+// A space of finitely many configurations (8 x 8 x 3 = 192) and 60 trials: multivariate TPE
+// runs no configuration twice while its draws turn up fresh ones (a repeat tells it nothing).
+TEST(Tpe, RunsNoConfigurationTwiceInAFiniteSpace) {
+  SearchSpace space;
+  for (const char* name : {"a", "b"}) {
+    ParamDef p;
+    p.name = name;
+    p.type = ParamType::kInt;
+    p.low = 0;
+    p.high = 7;
+    space.params.push_back(p);
+  }
+  ParamDef c;
+  c.name = "c";
+  c.type = ParamType::kCategorical;
+  c.choices = {std::string("x"), std::string("y"), std::string("z")};
+  space.params.push_back(c);
+  TpeSampler tpe({10, 24, true});
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    std::vector<HistoryEntry> history;
+    std::set<Params> seen;
+    for (int n = 0; n < 60; ++n) {
+      SuggestRequest req;
+      req.space = &space;
+      req.history = &history;
+      req.trial_number = n;
+      req.seed = seed;
+      auto p = tpe.Suggest(req);
+      ASSERT_TRUE(p.ok() && p->has_value());
+      // A bowl around a = 3, b = 4, c = y: the model homes in on a few configurations.
+      double a = static_cast<double>(std::get<int64_t>((**p).at("a")));
+      double b = static_cast<double>(std::get<int64_t>((**p).at("b")));
+      double v = (a - 3) * (a - 3) + (b - 4) * (b - 4) +
+                 (std::get<std::string>((**p).at("c")) == "y" ? 0 : 2);
+      bool fresh = seen.insert(**p).second;
+      if (n >= 10) {  // the random start-up draws may repeat
+        EXPECT_TRUE(fresh) << "seed " << seed << " trial " << n;
+      }
+      history.push_back({n, **p, true, v});
+    }
+  }
 }
 
 }  // namespace
