@@ -597,3 +597,38 @@ TEST(SweepSpec, TpeAndAshaSettings) {
 
 }  // namespace
 }  // namespace hpo::server
+
+namespace hpo::server {
+namespace {
+
+// A file that names no algorithm and no early stopping gets auto for both, with what auto
+// needs from the rest of the file; auto takes no settings of its own.
+TEST(SweepSpec, AutoIsTheDefaultAndTakesNoSettings) {
+  const std::string base =
+      "parameters: {x: {type: float, low: 0, high: 1}}\nobjective: {metric: m, direction: min}\n"
+      "command: x\nbudget: {max_trials: 50, max_concurrent: 4, max_trial_steps: 30}\n";
+  ParseResult r = ParseSweepSpec(base + "plan: {steps: 40}\n", "a.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->algorithm.name, "auto");
+  EXPECT_EQ(r.spec->algorithm.max_trials, 50);
+  EXPECT_EQ(r.spec->algorithm.concurrency, 4);
+  EXPECT_EQ(r.spec->early_stopping.name, "auto");
+  EXPECT_EQ(r.spec->early_stopping.steps, 30) << "the shorter of plan.steps and the cap";
+  EXPECT_EQ(r.spec->early_stopping.steps_from, "budget.max_trial_steps");
+  EXPECT_THAT(r.spec->Summary(*r.sampler), HasSubstr("algorithm: auto (tpe: TPE, multivariate"));
+  EXPECT_THAT(r.spec->Summary(*r.sampler),
+              HasSubstr("early stopping: auto (asha, rungs at steps 1, 3, 9, 27 of 30 "
+                        "(budget.max_trial_steps)"));
+  auto e = Errors(base + "algorithm: {name: auto, startup_trials: 5}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("bad.yaml:5:12: algorithm auto chooses its own settings"));
+  e = Errors(base + "early_stopping: {name: auto, min_resource: 2}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("early_stopping auto chooses its own settings"));
+  r = ParseSweepSpec(base + "algorithm: {name: pbt, population: 4}\n", "a.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_FALSE(r.spec->early_stopping.none_because.empty()) << "pbt: no early stopping";
+}
+
+}  // namespace
+}  // namespace hpo::server
