@@ -77,10 +77,15 @@ req = urllib.request.Request(sys.argv[1] + "metrics", headers={"Authorization": 
 print(urllib.request.urlopen(req, timeout=10).read().decode())
 PYEOF
 }
-metrics | grep -q "^hpod_node_quarantined{node=\"n2\",sweep=\"$steps\"} 1" || fail "/metrics: $(metrics | grep hpod_node)"
-metrics | grep -q "^hpod_node_infrastructure_failures{node=\"n2\",sweep=\"$jobs\"} [1-9]" || fail "/metrics: $(metrics | grep hpod_node)"
-hpo nodes "$steps" --allow n2 | grep -Eq "^n2 +in use +0 " || fail "hpo nodes --allow: $(hpo nodes "$steps")"
-! metrics | grep -q "^hpod_node_quarantined{node=\"n2\",sweep=\"$steps\"}" || fail "/metrics still shows n2 quarantined"
+# (Read whole into a file first: grep -q stops reading at its match, and the writer's broken
+# pipe would fail the pipeline.)
+metrics >"$WORK/metrics"
+grep -q "^hpod_node_quarantined{node=\"n2\",sweep=\"$steps\"} 1" "$WORK/metrics" || fail "/metrics: $(grep hpod_node "$WORK/metrics")"
+grep -q "^hpod_node_infrastructure_failures{node=\"n2\",sweep=\"$jobs\"} [1-9]" "$WORK/metrics" || fail "/metrics: $(grep hpod_node "$WORK/metrics")"
+hpo nodes "$steps" --allow n2 >"$WORK/nodes"
+grep -Eq "^n2 +in use +0 " "$WORK/nodes" || fail "hpo nodes --allow: $(hpo nodes "$steps")"
+metrics >"$WORK/metrics"
+! grep -q "^hpod_node_quarantined{node=\"n2\",sweep=\"$steps\"}" "$WORK/metrics" || fail "/metrics still shows n2 quarantined"
 ! hpo nodes "$steps" --allow n1 2>"$WORK/err" || fail "allowed a node that was never quarantined"
 grep -q "node 'n1' is not quarantined in sweep $steps (quarantined: none)" "$WORK/err" || fail "unclear refusal: $(cat "$WORK/err")"
 wait_for "[ \$(jobs_left) -eq 0 ]" 60
