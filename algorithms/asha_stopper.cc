@@ -86,6 +86,10 @@ std::optional<std::pair<double, size_t>> AshaStopper::Correlation(
 std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
                                                    const std::map<int64_t, Ended>& ended) const {
   std::optional<std::pair<double, size_t>> c = Correlation(rung, ended);
+  if (!c && options_.unmeasured_stop) {
+    return {true, absl::StrFormat(" (its rank correlation with step %d is not measured yet)",
+                                  options_.max_resource)};
+  }
   if (!c || c->first < options_.min_correlation) return {false, ""};
   return {true, absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials)",
                                 options_.max_resource, c->first, c->second)};
@@ -97,7 +101,8 @@ std::string AshaStopper::RungStates() const {
   for (int64_t rung : Rungs(0)) {
     std::optional<std::pair<double, size_t>> c = Correlation(rung, ended_);
     if (!c) {
-      parts.push_back(absl::StrFormat("step %d: not measured yet", rung));
+      parts.push_back(absl::StrFormat("step %d: not measured yet, %s", rung,
+                                      options_.unmeasured_stop ? "on" : "off"));
       continue;
     }
     parts.push_back(absl::StrFormat("step %d: %.2f over %d trials, %s", rung, c->first, c->second,

@@ -22,8 +22,9 @@
 // their end (a slow starter is the best at the end). A rung then stops a trial only when the
 // trials that reached max_resource (any bracket; at least max(5, bootstrap) of them) show a
 // Spearman rank correlation of at least c between their values at that rung and at their last
-// step; until then, and for a rung below c, it lets every trial go on. The trials that reach
-// max_resource are those the active rungs let through, so the correlation is measured on a
+// step; a rung below c lets every trial go on, and so does one not measured yet — unless
+// `unmeasured_stop`: then it stops trials as ASHA does until shown not to predict. The trials that
+// reach max_resource are those the active rungs let through, so the correlation is measured on a
 // narrower range than all trials span and tends to be lower: a rung is left on only where it
 // clearly predicts.
 
@@ -44,6 +45,10 @@ struct AshaOptions {
   int brackets = 1;            // 1: ASHA; > 1: Hyperband
   int64_t bootstrap = 0;       // a rung stops every trial until more than this many reached it
   double min_correlation = 0;  // a rung stops trials only while it predicts this well (above)
+  // With min_correlation: what a rung does before its correlation is measured (fewer than
+  // max(5, bootstrap) trials reached max_resource): stop trials as ASHA does (true), or let
+  // every trial through (false).
+  bool unmeasured_stop = false;
 };
 
 class AshaStopper final : public Stopper {

@@ -47,6 +47,7 @@ absl::StatusOr<std::unique_ptr<Stopper>> MakeStopper(const StopperSpec& spec,
     if (spec.min_correlation > 0 && !directions.empty())
       return absl::InvalidArgumentError("min_correlation is for one objective");
     o.min_correlation = spec.min_correlation;
+    o.unmeasured_stop = spec.unmeasured_stop;
     if (!directions.empty()) return std::make_unique<MoAshaStopper>(o, directions);
     return std::make_unique<AshaStopper>(o);
   }

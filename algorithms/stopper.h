@@ -50,6 +50,9 @@ struct StopperSpec {
   // asha/hyperband: a rung stops trials only while the trials that reached max_resource show at
   // least this rank correlation between their values there and at their end; 0: always.
   double min_correlation = 0;
+  // asha/hyperband with min_correlation: a rung not measured yet stops trials as ASHA does
+  // (true, `unmeasured: stop`) or lets every trial through (false, `unmeasured: pass`).
+  bool unmeasured_stop = false;
   // auto: how many steps a trial reports when nothing stops it, when the file says (the parser
   // fills it in from plan.steps or budget.max_trial_steps, and `steps_from` with which); 0:
   // learned from the first trial that completes.

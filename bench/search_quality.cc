@@ -357,6 +357,9 @@ std::vector<Method> Methods(const Problem& problem) {
                                             ", reduction_factor: 3, bootstrap: 5}");
   std::string asha_predictive = absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps,
                                              ", reduction_factor: 3, min_correlation: 0.5}");
+  std::string asha_predictive_stop =
+      absl::StrCat("{name: asha, min_resource: 1, max_resource: ", steps,
+                   ", reduction_factor: 3, bootstrap: 5, min_correlation: 0.5, unmeasured: stop}");
   std::string hyperband = absl::StrCat("{name: hyperband, min_resource: 1, max_resource: ", steps,
                                        ", reduction_factor: 3, brackets: ", brackets, "}");
   // What a sweep file that names neither gets.
@@ -383,7 +386,11 @@ std::vector<Method> Methods(const Problem& problem) {
           // Optuna's side runs SuccessiveHalving with the same bootstrap_count.
           {"hpod TPE + ASHA bootstrap 5", "{name: tpe}", asha_bootstrap},
           {"hpod random + ASHA predictive rungs", "random", asha_predictive},
-          {"hpod TPE + ASHA predictive rungs", "{name: tpe}", asha_predictive}};
+          {"hpod TPE + ASHA predictive rungs", "{name: tpe}", asha_predictive},
+          {"hpod TPE + ASHA bootstrap 5, rungs off once shown not to predict", "{name: tpe}",
+           asha_predictive_stop},
+          {"hpod random + ASHA bootstrap 5, rungs off once shown not to predict", "random",
+           asha_predictive_stop}};
 }
 
 }  // namespace

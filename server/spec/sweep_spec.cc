@@ -613,7 +613,7 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
   } else if (ExpectMap(node, "early_stopping")) {
     CheckKeys(node, "early_stopping",
               {"name", "min_resource", "max_resource", "reduction_factor", "brackets", "bootstrap",
-               "min_correlation", "grace_steps", "min_trials"});
+               "min_correlation", "unmeasured", "grace_steps", "min_trials"});
     auto& e = spec.early_stopping;
     if (node["name"]) e.name = String(node["name"], "early_stopping name").value_or("");
     constexpr int64_t kBig = int64_t{1} << 40;
@@ -644,6 +644,15 @@ void Parser::EarlyStopping(const YAML::Node& node, SweepSpec& spec) {
               "early_stopping min_correlation needs max_resource: the trials that reach it say "
               "which rungs predict their end");
       }
+    }
+    if (node["unmeasured"]) {
+      std::string u = String(node["unmeasured"], "early_stopping unmeasured").value_or("");
+      if (u != "stop" && u != "pass") {
+        Error(node["unmeasured"], "early_stopping unmeasured must be stop or pass");
+      } else if (e.min_correlation <= 0) {
+        Error(node["unmeasured"], "early_stopping unmeasured goes with min_correlation");
+      }
+      e.unmeasured_stop = u == "stop";
     }
     if (node["grace_steps"])
       e.grace_steps =

@@ -1,5 +1,6 @@
 // Stoppers against hand-computed cases.
 #include <random>
+#include <tuple>
 
 #include "algorithms/asha_stopper.h"
 #include "algorithms/median_stopper.h"
@@ -261,16 +262,38 @@ TEST(Asha, ARungThatDoesNotPredictTheEndStopsNobody) {
   EXPECT_FALSE(MakeStopper(spec).ok());
 }
 
+// unmeasured: stop: before 5 trials reached max_resource a rung stops trials as plain ASHA
+// does; once they show it does not predict, it stops nobody.
+TEST(Asha, ARungNotMeasuredYetStopsWhenAskedTo) {
+  AshaStopper asha({1, 9, 3, 1, 0, 0.5, true});  // rungs 1 and 3
+  Trials t;
+  t.Add(0, {{1, 1.0}});
+  t.Add(1, {{1, 2.0}});
+  EXPECT_EQ(t.Decide(asha, 1), Decision::kStop) << "not measured: plain ASHA";
+  auto others = t.Others(1);
+  Curve mine{1, {t.points[1].data(), t.points[1].size()}, false, {}};
+  EXPECT_NE(asha.Decide(mine, others, Direction::kMinimize).reason.find("not measured yet"),
+            std::string::npos);
+  Trials u;  // five trials whose rung-1 values run against their ends
+  for (int i = 0; i < 5; ++i) u.Add(i, {{1, 5.0 - i}, {3, 1.0 + i}, {9, 1.0 + i}});
+  u.Add(5, {{1, 9.0}});
+  EXPECT_EQ(u.Decide(asha, 5), Decision::kContinue) << "shown not to predict: off";
+}
+
 TEST(Asha, IncrementalDecidesAsThePureForm) {
-  for (auto [bootstrap, correlation] : {std::pair<int64_t, double>{0, 0}, {4, 0}, {0, 0.3}}) {
+  for (auto [bootstrap, correlation, unmeasured_stop] :
+       {std::tuple<int64_t, double, bool>{0, 0, false},
+        {4, 0, false},
+        {0, 0.3, false},
+        {0, 0.3, true}}) {
     for (int brackets : {1, 3}) {
       for (Direction d : {Direction::kMinimize, Direction::kMaximize}) {
         for (uint32_t seed = 1; seed <= 5; ++seed) {
           std::mt19937 rng(seed);
           // Rungs that must predict need trials that reach max_resource (27 of their 40 steps).
           const int64_t most = correlation > 0 ? 27 : 81;
-          AshaStopper pure({1, most, 3, brackets, bootstrap, correlation}),
-              incremental({1, most, 3, brackets, bootstrap, correlation});
+          AshaStopper pure({1, most, 3, brackets, bootstrap, correlation, unmeasured_stop}),
+              incremental({1, most, 3, brackets, bootstrap, correlation, unmeasured_stop});
           Trials t;
           std::vector<bool> stopped;
           std::vector<double> quality;  // what each trial's values follow, with correlation
