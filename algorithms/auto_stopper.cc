@@ -72,8 +72,18 @@ StopDecision AutoStopper::Observe(const Curve& trial, Direction direction) {
   if (chosen_) return chosen_->Observe(trial, direction);
   if (trial.points.empty()) return {};
   Kept& k = kept_[trial.trial_number];
-  k.points.assign(trial.points.begin(), trial.points.end());
-  k.vectors.assign(trial.vectors.begin(), trial.vectors.end());
+  // A curve grows by a point a report: only the new ones are copied (a replay after a restart
+  // tells each point once).
+  if (k.points.size() <= trial.points.size() && k.vectors.size() <= trial.vectors.size()) {
+    k.points.insert(k.points.end(), trial.points.begin() + static_cast<ptrdiff_t>(k.points.size()),
+                    trial.points.end());
+    k.vectors.insert(k.vectors.end(),
+                     trial.vectors.begin() + static_cast<ptrdiff_t>(k.vectors.size()),
+                     trial.vectors.end());
+  } else {
+    k.points.assign(trial.points.begin(), trial.points.end());
+    k.vectors.assign(trial.vectors.begin(), trial.vectors.end());
+  }
   told_.emplace_back(trial.trial_number, trial.points.size());
   return {};
 }
