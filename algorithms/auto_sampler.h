@@ -10,9 +10,10 @@
 //      once (budget.max_concurrent >= max_trials): random search, since no result comes back
 //      in time for a model to use it.
 //   3. Otherwise TPE (tpe_sampler.h), multivariate, 10 start-up trials — multi-objective TPE for
-//      several objectives or constraints. It led or tied on every problem and table of hpod's
-//      benchmarks (docs/benchmarks.md, "Search quality"), with and without early stopping, at
-//      one worker and at eight.
+//      several objectives or constraints. It leads or ties on Hartmann-6, the digits table and
+//      the multi-objective problems of hpod's benchmarks (docs/benchmarks.md, "Search
+//      quality"), at one worker and at eight; on the loosely predictive forest table it stops
+//      improving early.
 //
 // As the sweep goes, what runs changes with what it has seen: TPE draws at random until 10
 // trials have reported (with early stopping: reported at all; without, finished), then models.
