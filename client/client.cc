@@ -124,6 +124,12 @@ absl::StatusOr<std::string> DataDirTlsCa(const DataDir& dir) {
 std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) {
   absl::StatusOr<std::string> token = dir.ReadToken();
   if (!token.ok()) return nullptr;
+  // An hpod of this host that was killed left its socket and endpoint: nothing answers there,
+  // and waiting for it would only hold up the restart.
+  if (std::optional<LockHolder> named = NamedLockHolder(dir.lock_path());
+      named && GoneFromThisHost(*named)) {
+    return nullptr;
+  }
   std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
   bool here = !holder || holder->host == HostName();  // another host's socket cannot answer
   if (here && ::access(dir.socket_path().c_str(), F_OK) == 0) {
@@ -359,6 +365,12 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
   std::string hpod = HpodPath();
   RETURN_IF_ERROR(CheckHpodFlags(hpod, extra_args));
   std::string log = dir.log_path();
+  // A killed hpod of this host left its endpoint file: gone, the file appears again only once
+  // the new hpod serves, and the wait below does not knock on the dead one's socket.
+  if (std::optional<LockHolder> named = NamedLockHolder(dir.lock_path());
+      named && GoneFromThisHost(*named)) {
+    ::unlink(dir.endpoint_path().c_str());
+  }
   pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/address.h"
 #include "common/files.h"
 
 namespace hpo {
@@ -50,11 +51,21 @@ std::optional<LockHolder> ParseLockHolder(const std::string& text) {
   return h;
 }
 
-std::optional<LockHolder> LiveLockHolder(const std::string& path) {
+bool GoneFromThisHost(const LockHolder& holder) {
+  return holder.host == HostName() && ::kill(holder.pid, 0) != 0 && errno == ESRCH;
+}
+
+std::optional<LockHolder> NamedLockHolder(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
-  std::optional<LockHolder> holder = ParseLockHolder(*text);
-  if (!holder || holder->seen + DaemonLock::kStale <= absl::Now()) return std::nullopt;
+  return ParseLockHolder(*text);
+}
+
+std::optional<LockHolder> LiveLockHolder(const std::string& path) {
+  std::optional<LockHolder> holder = NamedLockHolder(path);
+  if (!holder || holder->seen + DaemonLock::kStale <= absl::Now() || GoneFromThisHost(*holder)) {
+    return std::nullopt;
+  }
   return holder;
 }
 

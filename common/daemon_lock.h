@@ -36,8 +36,16 @@ struct LockHolder {
 // The holder a lock file names, or nullopt for an empty (free) or unreadable one.
 std::optional<LockHolder> ParseLockHolder(const std::string& text);
 
+// The holder the lock file at `path` names, beating or not; nullopt for a free or unreadable one.
+std::optional<LockHolder> NamedLockHolder(const std::string& path);
+
+// Whether `holder` ran on this host and its process is gone (killed, or its host rebooted): its
+// lock went with it, and nothing listens on the socket it left.
+bool GoneFromThisHost(const LockHolder& holder);
+
 // The hpod the lock file at `path` names while it beats (its last beat within kStale), else
-// nullopt: no hpod holds the data directory, or the one named is surely gone.
+// nullopt: no hpod holds the data directory, or the one named is surely gone (silent for
+// kStale, or of this host and its process gone).
 std::optional<LockHolder> LiveLockHolder(const std::string& path);
 
 class DaemonLock {

@@ -1,11 +1,13 @@
 #include "common/daemon_lock.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/address.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -91,6 +93,27 @@ TEST_F(DaemonLockTest, ClientsSeeTheLiveHolderOnly) {
   EXPECT_FALSE(LiveLockHolder(path_).has_value());
   ASSERT_TRUE(WriteFileAtomic(path_, "").ok());  // stopped cleanly
   EXPECT_FALSE(LiveLockHolder(path_).has_value());
+}
+
+TEST_F(DaemonLockTest, AHolderOfThisHostWhoseProcessIsGoneIsNotLive) {
+  // A killed hpod beat a moment ago, but its process is gone: clients need not wait for it.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  ASSERT_TRUE(WriteFileAtomic(path_, absl::StrCat(HostName(), " ", child, " - ",
+                                                  absl::ToUnixSeconds(absl::Now()), "\n"))
+                  .ok());
+  std::optional<LockHolder> named = NamedLockHolder(path_);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_TRUE(GoneFromThisHost(*named));
+  EXPECT_FALSE(LiveLockHolder(path_).has_value());
+  // This process, and another host's (whose processes this host cannot see), are not gone.
+  named->pid = ::getpid();
+  EXPECT_FALSE(GoneFromThisHost(*named));
+  named->pid = child;
+  named->host = "node7";
+  EXPECT_FALSE(GoneFromThisHost(*named));
 }
 
 }  // namespace
