@@ -83,9 +83,20 @@ std::optional<std::pair<double, size_t>> AshaStopper::Correlation(
   return std::pair(Spearman(at, last), at.size());
 }
 
+std::optional<std::pair<double, size_t>> AshaStopper::EndedCorrelation(int64_t rung) const {
+  if (correlations_of_ != ended_.size()) {
+    correlations_.clear();
+    correlations_of_ = ended_.size();
+  }
+  auto it = correlations_.find(rung);
+  if (it == correlations_.end()) it = correlations_.emplace(rung, Correlation(rung, ended_)).first;
+  return it->second;
+}
+
 std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
                                                    const std::map<int64_t, Ended>& ended) const {
-  std::optional<std::pair<double, size_t>> c = Correlation(rung, ended);
+  std::optional<std::pair<double, size_t>> c =
+      &ended == &ended_ ? EndedCorrelation(rung) : Correlation(rung, ended);
   if (!c && options_.unmeasured_stop) {
     return {true, absl::StrFormat(" (its rank correlation with step %d is not measured yet)",
                                   options_.max_resource)};
@@ -99,7 +110,7 @@ std::string AshaStopper::RungStates() const {
   if (options_.min_correlation <= 0) return "";
   std::vector<std::string> parts;
   for (int64_t rung : Rungs(0)) {
-    std::optional<std::pair<double, size_t>> c = Correlation(rung, ended_);
+    std::optional<std::pair<double, size_t>> c = EndedCorrelation(rung);
     if (!c) {
       parts.push_back(absl::StrFormat("step %d: not measured yet, %s", rung,
                                       options_.unmeasured_stop ? "on" : "off"));

@@ -91,9 +91,15 @@ class AshaStopper final : public Stopper {
                                                        const std::map<int64_t, Ended>& ended) const;
   // The trial's record once it reached max_resource, or nullopt.
   std::optional<Ended> EndedOf(const Curve& trial) const;
+  // Correlation over ended_, kept per rung until another trial reaches max_resource (Observe
+  // asks at every rung a trial would be stopped at, and RungStates at every change of the
+  // sweep's trials: recomputing each time ranked every ended trial again).
+  std::optional<std::pair<double, size_t>> EndedCorrelation(int64_t rung) const;
   AshaOptions options_;
   std::map<std::pair<int, int64_t>, RungValues> rungs_;  // (bracket, rung step) -> values
   std::map<int64_t, Ended> ended_;                       // trial number -> its record
+  mutable std::map<int64_t, std::optional<std::pair<double, size_t>>> correlations_;
+  mutable size_t correlations_of_ = 0;  // ended_.size() when correlations_ was filled
 };
 
 }  // namespace hpo::algorithms

@@ -4,11 +4,14 @@
 
 #include "algorithms/asha_stopper.h"
 #include "algorithms/median_stopper.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace hpo::algorithms {
 namespace {
 
+using ::testing::HasSubstr;
+using ::testing::Not;
 using Points = std::vector<std::pair<int64_t, double>>;
 
 struct Trials {
@@ -232,6 +235,34 @@ TEST(Asha, BootstrapStopsTheFirstArrivalsAtEachRung) {
 
 // With min_correlation 0.5: rung 1 (its values run against those at the end) stops nobody; rung
 // 3 (in step with the end) stops, but only once 5 trials reached max_resource.
+// The rungs' correlations as the sweep reports them (RungStates, Observe) follow every trial
+// that reaches max_resource, however often they were asked in between.
+TEST(Asha, RungStatesFollowEachTrialThatReachesTheEnd) {
+  AshaStopper asha({1, 9, 3, 1, 0, 0.5});  // rungs 1 and 3
+  std::vector<Points> pts;
+  auto observe = [&](int64_t n) {
+    // Reported one point at a time, as trials do.
+    Points so_far;
+    for (const auto& p : pts[static_cast<size_t>(n)]) {
+      so_far.push_back(p);
+      asha.Observe(Curve{n, {so_far.data(), so_far.size()}, false, {}}, Direction::kMinimize);
+    }
+  };
+  for (int64_t i = 0; i < 5; ++i) {
+    pts.push_back({{1, 5.0 - static_cast<double>(i)},
+                   {3, 1.0 + static_cast<double>(i)},
+                   {9, 1.0 + static_cast<double>(i)}});
+    EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: not measured yet"));
+    observe(i);
+  }
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: -1.00 over 5 trials, off"));
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 3: 1.00 over 5 trials, on"));
+  pts.push_back({{1, 0.0}, {3, 9.0}, {9, 0.5}});  // a sixth, out of step at rung 3
+  observe(5);
+  EXPECT_THAT(asha.RungStates(), HasSubstr("over 6 trials"));
+  EXPECT_THAT(asha.RungStates(), Not(HasSubstr("step 3: 1.00")));
+}
+
 TEST(Asha, ARungThatDoesNotPredictTheEndStopsNobody) {
   AshaStopper asha({1, 9, 3, 1, 0, 0.5});  // rungs 1 and 3
   Trials t;
