@@ -4,7 +4,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <span>
 
@@ -227,6 +229,28 @@ double ValueAt(const std::vector<std::pair<int64_t, double>>& curve, int64_t ste
 
 }  // namespace
 
+std::vector<const HistoryEntry*> TpeSampler::RepeatsLast(std::vector<const HistoryEntry*> ranked) {
+  constexpr size_t kSame = 3;  // points that must be equal
+  using Prefix = std::vector<std::pair<int64_t, double>>;
+  auto prefix = [](const HistoryEntry* h) -> std::optional<Prefix> {
+    if (h->curve == nullptr || h->curve->size() < kSame) return std::nullopt;
+    return Prefix(h->curve->begin(), h->curve->begin() + kSame);
+  };
+  std::map<Prefix, int64_t> first;  // prefix -> the lowest trial number with it
+  for (const HistoryEntry* h : ranked) {
+    if (auto p = prefix(h)) {
+      auto [it, added] = first.try_emplace(std::move(*p), h->number);
+      if (!added) it->second = std::min(it->second, h->number);
+    }
+  }
+  if (first.size() == ranked.size()) return ranked;  // no repeats (the common case)
+  std::stable_partition(ranked.begin(), ranked.end(), [&](const HistoryEntry* h) {
+    std::optional<Prefix> p = prefix(h);
+    return !p || first.at(*p) == h->number;
+  });
+  return ranked;
+}
+
 std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
   // With curves, trials are compared at one step: the furthest that at least half of them reached.
   std::vector<const HistoryEntry*> curved;
@@ -261,7 +285,7 @@ std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
     std::vector<const HistoryEntry*> ranked;
     for (const auto& [v, h] : at) ranked.push_back(h);
     ranked.insert(ranked.end(), out.begin(), out.end());
-    return ranked;
+    return RepeatsLast(std::move(ranked));
   }
   // Otherwise finished trials with an objective, best first.
   for (const HistoryEntry& h : *req.history) {
@@ -367,7 +391,7 @@ std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& r
     for (size_t i : left) out.push_back(entries[i]);
   }
   out.insert(out.end(), behind.begin(), behind.end());
-  return out;
+  return RepeatsLast(std::move(out));
 }
 
 absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& req) const {

@@ -22,6 +22,12 @@
 // objective). Trials that ended short of the step (or were stopped early) follow, those that got
 // furthest first.
 //
+// A trial whose curve repeats an earlier trial's — the very same value at each of its first three
+// steps — ran a configuration the sweep has run already, as far as the objective can tell (a
+// deterministic trainer that maps nearby values to one model: a rounded parameter, a fraction of
+// a few features). It is ranked after every other trial, among the bad ones: it tells nothing
+// new, and counted as good it would draw the search back to the same place again and again.
+//
 // In a space of finitely many configurations (every parameter categorical, int or stepped),
 // multivariate TPE passes over draws that are configurations the sweep ran already, while
 // fresh ones turn up among up to 10x `candidates` draws: a repeat would tell it nothing.
@@ -56,6 +62,8 @@ class TpeSampler final : public Sampler {
   // The trials the model learns from, best first (see above).
   static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req);
   static std::vector<const HistoryEntry*> MultiRanked(const SuggestRequest& req);
+  // `ranked` with the trials that repeat an earlier one's curve (see above) moved to its end.
+  static std::vector<const HistoryEntry*> RepeatsLast(std::vector<const HistoryEntry*> ranked);
   // How many of n ranked trials are the good ones.
   static size_t Good(size_t n);
   TpeOptions options_;

@@ -126,6 +126,41 @@ TEST_P(TpeVariants, ComparesCurvesAtTheStepMostTrialsReached) {
   EXPECT_NEAR(proposed(), 0.2, 0.1);
 }
 
+// Twelve trials around x = 0.8 report the very same curve, the best of all: one configuration
+// run again and again, as far as the objective tells (a trainer that maps nearby values to one
+// model). Counted once, among the good, with its repeats among the bad, they no longer draw the
+// proposals: those go where the other good trials are (x = 0.3). The same twelve with curves
+// that differ, however little, are twelve good trials, and draw them.
+TEST_P(TpeVariants, ACurveThatRepeatsAnEarlierOneCountsAmongTheBad) {
+  SearchSpace s = Box({{0, 1}});
+  auto proposed = [&](bool repeats) {
+    std::vector<std::vector<std::pair<int64_t, double>>> curves;
+    curves.reserve(64);
+    std::vector<HistoryEntry> history;
+    auto add = [&](double x, double value) {
+      curves.push_back({{1, value}, {2, value}, {3, value}});
+      int64_t n = static_cast<int64_t>(history.size());
+      history.push_back({n, {{"x1", x}}, true, value, -1, -1, &curves.back()});
+    };
+    for (int i = 0; i < 40; ++i) {
+      double x = (i + 0.5) / 40.0;
+      add(x, 1.0 + (x - 0.3) * (x - 0.3));
+    }
+    for (int i = 0; i < 12; ++i) add(0.76 + 0.007 * i, repeats ? 0.5 : 0.5 + 1e-6 * i);
+    TpeSampler tpe({10, 24, GetParam()});
+    std::vector<double> xs;
+    for (int64_t t = 0; t < 21; ++t) {
+      SuggestRequest req{&s, &history, 100 + t, 7, Direction::kMinimize};
+      auto p = tpe.Suggest(req);
+      EXPECT_TRUE(p.ok() && p->has_value());
+      xs.push_back(X(**p, "x1"));
+    }
+    return Median(xs);
+  };
+  EXPECT_NEAR(proposed(false), 0.8, 0.1);
+  EXPECT_NEAR(proposed(true), 0.3, 0.1);
+}
+
 }  // namespace
 }  // namespace hpo::algorithms
 
