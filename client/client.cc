@@ -119,6 +119,12 @@ absl::StatusOr<std::string> DataDirTlsCa(const DataDir& dir) {
   return ReadFile(dir.tls_ca_path());
 }
 
+// Whether the hpod that `dir`'s lock file names ran on this host and its process is gone.
+bool KilledHere(const DataDir& dir) {
+  std::optional<LockHolder> named = NamedLockHolder(dir.lock_path());
+  return named && GoneFromThisHost(*named);
+}
+
 // hpod of `dir`, if it answers: on its Unix socket (this host), else at the TCP endpoint it
 // wrote (another host that shares the directory: hpod run as a Slurm job).
 std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) {
@@ -126,10 +132,7 @@ std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) 
   if (!token.ok()) return nullptr;
   // An hpod of this host that was killed left its socket and endpoint: nothing answers there,
   // and waiting for it would only hold up the restart.
-  if (std::optional<LockHolder> named = NamedLockHolder(dir.lock_path());
-      named && GoneFromThisHost(*named)) {
-    return nullptr;
-  }
+  if (KilledHere(dir)) return nullptr;
   std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
   bool here = !holder || holder->host == HostName();  // another host's socket cannot answer
   if (here && ::access(dir.socket_path().c_str(), F_OK) == 0) {
@@ -367,10 +370,7 @@ absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>&
   std::string log = dir.log_path();
   // A killed hpod of this host left its endpoint file: gone, the file appears again only once
   // the new hpod serves, and the wait below does not knock on the dead one's socket.
-  if (std::optional<LockHolder> named = NamedLockHolder(dir.lock_path());
-      named && GoneFromThisHost(*named)) {
-    ::unlink(dir.endpoint_path().c_str());
-  }
+  if (KilledHere(dir)) ::unlink(dir.endpoint_path().c_str());
   pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {

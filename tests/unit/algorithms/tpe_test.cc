@@ -31,6 +31,19 @@ void Compare(const SearchSpace& space, const Objective& f, int trials, const cha
   EXPECT_GE(wins, 7) << name;
 }
 
+// The median x1 of 21 proposals (trial numbers 100..120, seed 7) from `history` on `space`.
+double MedianProposal(const TpeSampler& tpe, const SearchSpace& space,
+                      const std::vector<HistoryEntry>& history) {
+  std::vector<double> xs;
+  for (int64_t t = 0; t < 21; ++t) {
+    SuggestRequest req{&space, &history, 100 + t, 7, Direction::kMinimize};
+    auto p = tpe.Suggest(req);
+    EXPECT_TRUE(p.ok() && p->has_value());
+    xs.push_back(X(**p, "x1"));
+  }
+  return Median(xs);
+}
+
 class TpeVariants : public ::testing::TestWithParam<bool> {};
 
 TEST_P(TpeVariants, BeatsRandomOnBranin) {
@@ -105,17 +118,7 @@ TEST_P(TpeVariants, ComparesCurvesAtTheStepMostTrialsReached) {
     add(0.15 + 0.03 * i, curve, true);
   }
   TpeSampler tpe({10, 24, GetParam()});
-  // The proposals' median x.
-  auto proposed = [&] {
-    std::vector<double> xs;
-    for (int64_t t = 0; t < 21; ++t) {
-      SuggestRequest req{&s, &history, 100 + t, 7, Direction::kMinimize};
-      auto p = tpe.Suggest(req);
-      EXPECT_TRUE(p.ok() && p->has_value());
-      xs.push_back(X(**p, "x1"));
-    }
-    return Median(xs);
-  };
+  auto proposed = [&] { return MedianProposal(tpe, s, history); };
   EXPECT_NEAR(proposed(), 0.8, 0.1);
   // Without curves it ranks finished trials by objective: the x = 0.2 trials win.
   for (HistoryEntry& h : history) {
@@ -147,15 +150,7 @@ TEST_P(TpeVariants, ACurveThatRepeatsAnEarlierOneCountsAmongTheBad) {
       add(x, 1.0 + (x - 0.3) * (x - 0.3));
     }
     for (int i = 0; i < 12; ++i) add(0.76 + 0.007 * i, repeats ? 0.5 : 0.5 + 1e-6 * i);
-    TpeSampler tpe({10, 24, GetParam()});
-    std::vector<double> xs;
-    for (int64_t t = 0; t < 21; ++t) {
-      SuggestRequest req{&s, &history, 100 + t, 7, Direction::kMinimize};
-      auto p = tpe.Suggest(req);
-      EXPECT_TRUE(p.ok() && p->has_value());
-      xs.push_back(X(**p, "x1"));
-    }
-    return Median(xs);
+    return MedianProposal(TpeSampler({10, 24, GetParam()}), s, history);
   };
   EXPECT_NEAR(proposed(false), 0.8, 0.1);
   EXPECT_NEAR(proposed(true), 0.3, 0.1);
