@@ -54,6 +54,13 @@ double Spearman(const std::vector<double>& x, const std::vector<double>& y) {
 
 }  // namespace
 
+double AshaStopper::SureCorrelation(double r, size_t n) {
+  // Fisher's z of Spearman's r has a standard error of about 1.06 / sqrt(n - 3).
+  double z = std::atanh(std::clamp(r, -0.9999, 0.9999)) -
+             1.06 / std::sqrt(std::max(static_cast<double>(n) - 3, 1.0));
+  return std::tanh(z);
+}
+
 std::optional<AshaStopper::Ended> AshaStopper::EndedOf(const Curve& trial) const {
   if (options_.min_correlation <= 0 || options_.max_resource <= 0 || trial.points.empty() ||
       trial.points.back().first < options_.max_resource) {
@@ -101,9 +108,12 @@ std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
     return {true, absl::StrFormat(" (its rank correlation with step %d is not measured yet)",
                                   options_.max_resource)};
   }
-  if (!c || c->first < options_.min_correlation) return {false, ""};
-  return {true, absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials)",
-                                options_.max_resource, c->first, c->second)};
+  if (!c || SureCorrelation(c->first, c->second) < options_.min_correlation) return {false, ""};
+  return {true,
+          absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials, at least "
+                          "%.2f within one standard error)",
+                          options_.max_resource, c->first, c->second,
+                          SureCorrelation(c->first, c->second))};
 }
 
 std::string AshaStopper::RungStates() const {
@@ -116,8 +126,10 @@ std::string AshaStopper::RungStates() const {
                                       options_.unmeasured_stop ? "on" : "off"));
       continue;
     }
-    parts.push_back(absl::StrFormat("step %d: %.2f over %d trials, %s", rung, c->first, c->second,
-                                    c->first >= options_.min_correlation ? "on" : "off"));
+    double sure = SureCorrelation(c->first, c->second);
+    parts.push_back(absl::StrFormat("step %d: %.2f over %d trials (at least %.2f), %s", rung,
+                                    c->first, c->second, sure,
+                                    sure >= options_.min_correlation ? "on" : "off"));
   }
   return absl::StrJoin(parts, "; ");
 }

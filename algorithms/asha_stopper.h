@@ -21,12 +21,14 @@
 // Rungs that predict (`min_correlation` = c > 0): early values of some models say little of
 // their end (a slow starter is the best at the end). A rung then stops a trial only when the
 // trials that reached max_resource (any bracket; at least max(5, bootstrap) of them) show a
-// Spearman rank correlation of at least c between their values at that rung and at their last
-// step; a rung below c lets every trial go on, and so does one not measured yet — unless
-// `unmeasured_stop`: then it stops trials as ASHA does until shown not to predict. The trials that
-// reach max_resource are those the active rungs let through, so the correlation is measured on a
-// narrower range than all trials span and tends to be lower: a rung is left on only where it
-// clearly predicts.
+// Spearman rank correlation between their values at that rung and at their last step that is
+// at least c even less one standard error (Fisher's z; SureCorrelation): over few trials a high
+// correlation may be chance — it takes 0.86 to count as 0.5 over 5 trials, 0.74 over 10, 0.67
+// over 20. A rung short of that lets every trial go on, and so does one not measured yet —
+// unless `unmeasured_stop`: then it stops trials as ASHA does until shown not to predict. Once
+// a rung stops trials, only those it ranks well reach max_resource, and their ends tend to bear
+// it out whatever it predicts: a rung turned on by the luck of the first few trials would stay
+// on, which is what the margin guards against.
 
 #include <map>
 #include <optional>
@@ -69,6 +71,10 @@ class AshaStopper final : public Stopper {
   // With min_correlation, in words, each rung's rank correlation with max_resource so far and
   // whether it stops trials ("step 1: 0.12 over 7 trials, off; ..."); empty otherwise.
   std::string RungStates() const;
+  // The rank correlation r over n trials less one standard error (Fisher's z): what a rung's
+  // correlation is at least, short of bad luck in which trials got to max_resource. A rung
+  // stops trials only while this is at least min_correlation.
+  static double SureCorrelation(double r, size_t n);
 
  private:
   StopDecision Verdict(size_t rung_index, int64_t rung, double value, double threshold, size_t keep,

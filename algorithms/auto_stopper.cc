@@ -110,9 +110,10 @@ std::string AutoStopper::Choice() const {
       absl::StrCat(why_, ", rungs at steps ", absl::StrJoin(rungs, ", "), " of ",
                    spec_.max_resource, " (", from_, "), reduction factor ", spec_.reduction_factor);
   if (asha != nullptr && spec_.min_correlation > 0) {
-    absl::StrAppend(&out, "; a rung stops trials only while its values predict step ",
-                    spec_.max_resource, " (rank correlation at least ", spec_.min_correlation,
-                    " over 5 or more trials that got there): ", asha->RungStates());
+    absl::StrAppend(
+        &out, "; a rung stops trials only while its values predict step ", spec_.max_resource,
+        " (rank correlation at least ", spec_.min_correlation,
+        " less one standard error, over 5 or more trials that got there): ", asha->RungStates());
   }
   return out;
 }

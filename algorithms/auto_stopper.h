@@ -9,9 +9,10 @@
 //   - One objective: ASHA (asha_stopper.h) with rungs from step max(1, L / 81) growing by
 //     η = 3 below L, max_resource L, and rungs that must predict (min_correlation 0.5): a rung
 //     stops trials only once the trials that ran to step L (at least 5) show a rank correlation
-//     of at least 0.5 between their values there and at L. Where early steps predict the end,
-//     ASHA stops the poor trials early; where they do not (a model that starts slowly and ends
-//     best), that rung lets every trial through rather than stall the search.
+//     between their values there and at L of at least 0.5 less one standard error. Where early
+//     steps predict the end, ASHA stops the poor trials early; where they do not (a model that
+//     starts slowly and ends best), that rung lets every trial through rather than stall the
+//     search.
 //   - Several objectives or constraints: multi-objective ASHA with the same rungs.
 //
 // Until L is known nothing is stopped, and the points it is told are kept to be told to the

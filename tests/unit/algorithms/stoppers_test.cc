@@ -255,12 +255,35 @@ TEST(Asha, RungStatesFollowEachTrialThatReachesTheEnd) {
     EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: not measured yet"));
     observe(i);
   }
-  EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: -1.00 over 5 trials, off"));
-  EXPECT_THAT(asha.RungStates(), HasSubstr("step 3: 1.00 over 5 trials, on"));
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: -1.00 over 5 trials (at least -1.00), off"));
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 3: 1.00 over 5 trials (at least 1.00), on"));
   pts.push_back({{1, 0.0}, {3, 9.0}, {9, 0.5}});  // a sixth, out of step at rung 3
   observe(5);
   EXPECT_THAT(asha.RungStates(), HasSubstr("over 6 trials"));
   EXPECT_THAT(asha.RungStates(), Not(HasSubstr("step 3: 1.00")));
+}
+
+// A correlation over few trials may be chance: a rung goes on only when it holds within one
+// standard error. Rung 1's values at 5 trials that reached the end rank them with two pairs
+// swapped (0.80: at least 0.34, off); at 10 trials with the same two swaps it is 0.98 (on).
+TEST(Asha, ARungGoesOnOnlyOnceItsCorrelationIsSure) {
+  AshaStopper asha({1, 9, 3, 1, 0, 0.5});  // rungs 1 and 3
+  const std::vector<double> at_rung = {2, 1, 4, 3, 5, 6, 7, 8, 9, 10};
+  auto observe = [&](int64_t n) {
+    Points so_far;
+    for (const auto& p :
+         Points{{1, at_rung[static_cast<size_t>(n)]}, {3, 0.0}, {9, static_cast<double>(n + 1)}}) {
+      so_far.push_back(p);
+      asha.Observe(Curve{n, {so_far.data(), so_far.size()}, false, {}}, Direction::kMinimize);
+    }
+  };
+  for (int64_t i = 0; i < 5; ++i) observe(i);
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: 0.80 over 5 trials (at least 0.34), off"));
+  for (int64_t i = 5; i < 10; ++i) observe(i);
+  EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: 0.98 over 10 trials (at least 0.95), on"));
+  EXPECT_NEAR(AshaStopper::SureCorrelation(0.86, 5), 0.5, 0.01);
+  EXPECT_NEAR(AshaStopper::SureCorrelation(0.74, 10), 0.5, 0.01);
+  EXPECT_LT(AshaStopper::SureCorrelation(0.9, 5), 0.9);
 }
 
 TEST(Asha, ARungThatDoesNotPredictTheEndStopsNobody) {
