@@ -69,7 +69,8 @@ class AshaStopper final : public Stopper {
   // The rung (index, step) the trial's last point crossed (previous step < rung <= step).
   std::optional<std::pair<size_t, int64_t>> CrossedRung(const Curve& trial) const;
   // With min_correlation, in words, each rung's rank correlation with max_resource so far and
-  // whether it stops trials ("step 1: 0.12 over 7 trials, off; ..."); empty otherwise.
+  // whether it stops trials ("step 1: 0.12 over 7 trials (at least -0.39), off; ..."); empty
+  // otherwise.
   std::string RungStates() const;
   // The rank correlation r over n trials less one standard error (Fisher's z): what a rung's
   // correlation is at least, short of bad luck in which trials got to max_resource. A rung

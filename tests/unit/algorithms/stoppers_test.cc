@@ -277,10 +277,17 @@ TEST(Asha, ARungGoesOnOnlyOnceItsCorrelationIsSure) {
       asha.Observe(Curve{n, {so_far.data(), so_far.size()}, false, {}}, Direction::kMinimize);
     }
   };
+  // A trial that reports only step 1, worst there.
+  auto worst_at_rung_1 = [&](int64_t n) {
+    Points p = {{1, 100.0}};
+    return asha.Observe(Curve{n, {p.data(), p.size()}, false, {}}, Direction::kMinimize).decision;
+  };
   for (int64_t i = 0; i < 5; ++i) observe(i);
   EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: 0.80 over 5 trials (at least 0.34), off"));
+  EXPECT_EQ(worst_at_rung_1(100), Decision::kContinue);
   for (int64_t i = 5; i < 10; ++i) observe(i);
   EXPECT_THAT(asha.RungStates(), HasSubstr("step 1: 0.98 over 10 trials (at least 0.95), on"));
+  EXPECT_EQ(worst_at_rung_1(101), Decision::kStop);
   EXPECT_NEAR(AshaStopper::SureCorrelation(0.86, 5), 0.5, 0.01);
   EXPECT_NEAR(AshaStopper::SureCorrelation(0.74, 10), 0.5, 0.01);
   EXPECT_LT(AshaStopper::SureCorrelation(0.9, 5), 0.9);
