@@ -6,28 +6,13 @@
 # caught, and a hung trial does not count toward max_failed.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 4 >/dev/null
-# train.sh KIND: "hangs" reports 3 steps 0.3 s apart, then hangs on its first run (the retry or
-# the next segment finishes); "slows" reports 6 steps 0.3 s apart, then 6 more 0.9 s apart.
-cat >"$WORK/train.sh" <<'SH'
-#!/bin/sh
-trap 'echo "stacks of $$" >"$HPO_TRIAL_DIR/stacks.txt"' USR1
-step=0
-report() { step=$((step + 1)); hpo report --step "$step" loss=$((100 - step)); }
-if [ "$1" = hangs ]; then
-  for i in 1 2 3; do report; sleep 0.3; done
-  if mkdir "$2/hung-once" 2>/dev/null; then
-    while :; do sleep 300 & wait $!; done  # alive, silent
-  fi
-  report
-else
-  for i in 1 2 3 4 5 6; do report; sleep 0.3; done
-  for i in 1 2 3 4 5 6; do report; sleep 0.9; done
-fi
-SH
+# The trainer (tests/fixtures/hang_trainer.sh): "hangs" reports 3 steps 0.3 s apart, then hangs
+# on its first run (the retry or the next segment finishes); "slows" reports 6 steps 0.3 s
+# apart, then 6 more 0.9 s apart.
 sweep() {  # sweep NAME [EXTRA YAML]
   cat <<YAML
 name: $1
-command: "sh $WORK/train.sh {kind} $WORK/$1"
+command: "sh $HPO_SRC/tests/fixtures/hang_trainer.sh {kind} $WORK/$1 0.3 0.9"
 parameters: {kind: [hangs, slows]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid

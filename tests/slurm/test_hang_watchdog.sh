@@ -8,27 +8,11 @@
 source "$(dirname "$0")/lib.sh"
 cluster_up 1 4 8
 start_hpod
-cat >"$WORK/train.sh" <<'SH'
-#!/bin/sh
-trap 'echo "stacks of $$" >"$HPO_TRIAL_DIR/stacks.txt"' USR1
-step=0
-report() { step=$((step + 1)); hpo report --step "$step" loss=$((100 - step)); }
-if [ "$1" = hangs ]; then
-  for i in 1 2 3; do report; sleep 0.5; done
-  if mkdir "$2/hung-once" 2>/dev/null; then
-    while :; do sleep 300 & wait $!; done  # alive, silent
-  fi
-  report
-else
-  for i in 1 2 3 4 5 6; do report; sleep 0.5; done
-  for i in 1 2 3 4 5 6; do report; sleep 1.5; done
-fi
-SH
 for mode in steps jobs; do
   mkdir -p "$WORK/$mode"
   cat >"$WORK/$mode.yaml" <<YAML
 name: hang-$mode
-command: "sh $WORK/train.sh {kind} $WORK/$mode"
+command: "sh $HPO_SRC/tests/fixtures/hang_trainer.sh {kind} $WORK/$mode 0.5 1.5"
 parameters: {kind: [hangs, slows]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
