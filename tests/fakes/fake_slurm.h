@@ -2,7 +2,8 @@
 // FakeSlurm: a scripted slurmctld behind the SlurmApi seam. Submitted jobs stay PENDING until
 // the test runs them (Run) or ends them (set their state); queries answer from that table;
 // cancels are recorded in a list the test owns (it outlives the fake, which the backend owns).
-// Partition "nosuch" is refused as Slurm refuses an unknown partition.
+// Partition "nosuch" is refused as Slurm refuses an unknown partition. WriteSrunStandIn writes
+// the srun that steps-mode tests launch through.
 
 #include <cstdint>
 #include <map>
@@ -10,10 +11,25 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 #include "slurm_backend/slurm_api.h"
 
 namespace hpo::fakes {
+
+// srun's stand-in, written to `path`: it drops its --options and runs the command on this
+// machine with `env` exported (the step's Slurm variables, "NAME=value ..."); with `log_argv` it
+// first appends its arguments to argv.log beside it.
+[[nodiscard]] inline absl::Status WriteSrunStandIn(const std::string& path, const std::string& env,
+                                                   bool log_argv = false) {
+  return WriteFileAtomic(
+      path,
+      absl::StrCat("#!/bin/sh\n", log_argv ? "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n" : "",
+                   "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n",
+                   "export ", env, "\nexec \"$@\"\n"),
+      0755);
+}
 
 class FakeSlurm final : public slurm::SlurmApi {
  public:

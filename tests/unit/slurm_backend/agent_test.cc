@@ -36,15 +36,10 @@ class AgentTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/hpo-agent-unit-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
-    // srun's stand-in: drops its options and runs the command (the task records what it is).
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/srun",
-                                "#!/bin/sh\n"
-                                "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; "
-                                "done\n"
-                                "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=7\n"
-                                "exec \"$@\"\n",
-                                0755)
-                    .ok());
+    // srun's stand-in (the task records what it is).
+    ASSERT_TRUE(
+        fakes::WriteSrunStandIn(dir_ + "/srun", "SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=7")
+            .ok());
     endpoint_file_ = dir_ + "/endpoint";
     Serve();
     Open();

@@ -131,14 +131,10 @@ class SlurmJobsHarness : public SlurmHarness {
 class SlurmStepsHarness : public SlurmHarness {
  public:
   SlurmStepsHarness() : SlurmHarness("steps") {
-    // srun's stand-in: drops its options and runs the command as step <trial id> on n1.
+    // srun's stand-in: the command runs as step <trial id> on n1.
     EXPECT_TRUE(
-        WriteFileAtomic(trials_.dir() + "/srun",
-                        "#!/bin/sh\n"
-                        "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
-                        "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=$HPO_TRIAL_ID\n"
-                        "exec \"$@\"\n",
-                        0755)
+        fakes::WriteSrunStandIn(trials_.dir() + "/srun",
+                                "SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=$HPO_TRIAL_ID")
             .ok());
     Start();
   }

@@ -32,16 +32,11 @@ class SlurmStepsTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/hpo-slurm-unit-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
-    // srun's stand-in: records its options, drops them, runs the command.
+    // srun's stand-in, which records its options in argv.log.
     srun_ = dir_ + "/srun";
-    ASSERT_TRUE(WriteFileAtomic(
-                    srun_,
-                    "#!/bin/sh\n"
-                    "echo \"$@\" >> \"$(dirname \"$0\")/argv.log\"\n"
-                    "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
-                    "export SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=7 SLURM_STEP_GPUS=3,1\n"
-                    "exec \"$@\"\n",
-                    0755)
+    ASSERT_TRUE(fakes::WriteSrunStandIn(
+                    srun_, "SLURMD_NODENAME=n1 SLURM_PROCID=0 SLURM_STEP_ID=7 SLURM_STEP_GPUS=3,1",
+                    /*log_argv=*/true)
                     .ok());
     auto fake = std::make_unique<FakeSlurm>(canceled_);
     slurm_ = fake.get();
