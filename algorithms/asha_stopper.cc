@@ -108,12 +108,13 @@ std::pair<bool, std::string> AshaStopper::Predicts(int64_t rung,
     return {true, absl::StrFormat(" (its rank correlation with step %d is not measured yet)",
                                   options_.max_resource)};
   }
-  if (!c || SureCorrelation(c->first, c->second) < options_.min_correlation) return {false, ""};
+  if (!c) return {false, ""};
+  double sure = SureCorrelation(c->first, c->second);
+  if (sure < options_.min_correlation) return {false, ""};
   return {true,
           absl::StrFormat(" (its rank correlation with step %d is %.2f over %d trials, at least "
                           "%.2f within one standard error)",
-                          options_.max_resource, c->first, c->second,
-                          SureCorrelation(c->first, c->second))};
+                          options_.max_resource, c->first, c->second, sure)};
 }
 
 std::string AshaStopper::RungStates() const {
