@@ -10,6 +10,21 @@ std::span<const double> MoAshaStopper::VectorOf(const Curve& c, size_t index) co
   return c.vectors.subspan(index * width(), width());
 }
 
+size_t MoAshaStopper::AddDistinct(Points& at, std::span<const double> v) const {
+  const size_t k = directions_.size();
+  Points one;
+  one.k = k;
+  one.Add(v.first(k), directions_, v.back());
+  for (size_t i = 0; i < at.size(); ++i) {
+    if (at.violation[i] == one.violation[0] && std::equal(one.f.begin(), one.f.end(), at.row(i))) {
+      return i;
+    }
+  }
+  at.k = k;
+  at.Add(v.first(k), directions_, v.back());
+  return at.size() - 1;
+}
+
 StopDecision MoAshaStopper::Rank(const Points& at_rung, size_t target, size_t rung_index,
                                  int64_t rung) const {
   size_t n = at_rung.size();
@@ -49,9 +64,7 @@ StopDecision MoAshaStopper::Observe(const Curve& trial, Direction) {
   auto [rung_index, rung] = *crossed;
   std::span<const double> v = VectorOf(trial, trial.points.size() - 1);
   Points& at = rungs_[{rungs_of_.BracketOf(trial.trial_number), rung}];
-  at.k = directions_.size();
-  at.Add(v.first(directions_.size()), directions_, v.back());
-  return Rank(at, at.size() - 1, rung_index, rung);
+  return Rank(at, AddDistinct(at, v), rung_index, rung);
 }
 
 StopDecision MoAshaStopper::Decide(const Curve& trial,
@@ -69,14 +82,11 @@ StopDecision MoAshaStopper::Decide(const Curve& trial,
     if (other->vectors.size() != other->points.size() * width()) continue;
     for (size_t i = 0; i < other->points.size(); ++i) {
       if (other->points[i].first < rung) continue;
-      std::span<const double> v = VectorOf(*other, i);
-      at.Add(v.first(directions_.size()), directions_, v.back());
+      AddDistinct(at, VectorOf(*other, i));
       break;
     }
   }
-  std::span<const double> v = VectorOf(trial, trial.points.size() - 1);
-  at.Add(v.first(directions_.size()), directions_, v.back());
-  return Rank(at, at.size() - 1, rung_index, rung);
+  return Rank(at, AddDistinct(at, VectorOf(trial, trial.points.size() - 1)), rung_index, rung);
 }
 
 }  // namespace hpo::algorithms

@@ -9,11 +9,16 @@
 // ε-net order (farthest-first in objective space scaled by the rung's ranges, seeded by the best
 // value of the first objective), which keeps a spread of trade-offs rather than a cluster. The
 // trial goes on only if it is among the first max(1, floor(n / eta)) of the n ranked; as in
-// ASHA, `bootstrap` = N > 0 lets none go on at a rung until more than N reached it.
+// ASHA, `bootstrap` = N > 0 lets none go on at a rung until more than N reached it. A vector
+// already at the rung, the very same in every value (a configuration run again, as far as the
+// objectives tell), counts once and is judged as the first was: copies of one good
+// configuration would otherwise fill the first third and stop every other configuration there.
+// Vectors of several measured values alike by chance are rare, so distinct configurations are
+// not merged in practice; one value alone (ASHA's) often ties by chance and is not merged.
 //
-// State: Observe keeps, per bracket and rung, the vectors recorded there; a decision ranks them
-// (O(n log n) for two objectives, plus the ε-net of one front). Decide is the same rule read off
-// every curve, for the tests. Curves carry their points' vectors (Curve::vectors); a curve
+// State: Observe keeps, per bracket and rung, the distinct vectors recorded there; a decision ranks
+// them (O(n log n) for two objectives, plus the ε-net of one front). Decide is the same rule read
+// off every curve, for the tests. Curves carry their points' vectors (Curve::vectors); a curve
 // without them is never stopped.
 
 #include <map>
@@ -38,6 +43,9 @@ class MoAshaStopper final : public Stopper {
  private:
   // The verdict for the point `target` of the rung's points.
   StopDecision Rank(const Points& at_rung, size_t target, size_t rung_index, int64_t rung) const;
+  // Adds the vector v (k values and the violation) to the rung's points unless the very same is
+  // there already; its index either way.
+  size_t AddDistinct(Points& at, std::span<const double> v) const;
   // The vector of `c`'s point `index` (k values and the violation).
   std::span<const double> VectorOf(const Curve& c, size_t index) const;
   size_t width() const { return directions_.size() + 1; }

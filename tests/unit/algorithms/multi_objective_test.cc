@@ -218,6 +218,33 @@ TEST(MoAsha, IncrementalDecisionsEqualTheRuleAsWritten) {
   }
 }
 
+// A configuration run again reports the very same vectors (a trainer that maps nearby values to
+// one model): at a rung it counts once. Six copies of the best point would otherwise fill the
+// first third of 12 and stop the second best, which is second of 7 distinct points.
+TEST(MoAsha, AVectorRepeatedAtARungCountsOnce) {
+  MoAshaStopper s({1, 81, 3, 1, 0}, kMinMin);
+  MoTrials t;
+  std::vector<Decision> observed, decided;
+  auto both = [&](size_t i) {
+    decided.push_back(s.Decide(t.At(i), t.Others(i)).decision);
+    observed.push_back(s.Observe(t.At(i), Direction::kMinimize).decision);
+    return observed.back();
+  };
+  for (size_t i = 0; i < 6; ++i) {  // the best point, six times
+    t.Add(i, 1, 1, 1);
+    EXPECT_EQ(both(i), Decision::kContinue) << "a repeat is judged as the first was";
+  }
+  for (size_t i = 6; i < 11; ++i) {  // five more, each worse than the last
+    t.Add(i, 1, static_cast<double>(i), static_cast<double>(i));
+    both(i);
+  }
+  t.Add(11, 1, 2, 2);  // the second best
+  EXPECT_EQ(both(11), Decision::kContinue) << "2nd of 7 distinct points, the first 2 go on";
+  t.Add(12, 1, 10.5, 10.5);
+  EXPECT_EQ(both(12), Decision::kStop);
+  EXPECT_EQ(observed, decided) << "Decide counts repeats once too";
+}
+
 TEST(MoAsha, MakeStopperPicksItForSeveralObjectives) {
   StopperSpec spec;
   spec.name = "asha";
