@@ -12,17 +12,18 @@ std::span<const double> MoAshaStopper::VectorOf(const Curve& c, size_t index) co
 
 size_t MoAshaStopper::AddDistinct(Points& at, std::span<const double> v) const {
   const size_t k = directions_.size();
-  Points one;
-  one.k = k;
-  one.Add(v.first(k), directions_, v.back());
-  for (size_t i = 0; i < at.size(); ++i) {
-    if (at.violation[i] == one.violation[0] && std::equal(one.f.begin(), one.f.end(), at.row(i))) {
+  at.k = k;
+  at.Add(v.first(k), directions_, v.back());  // as minimized, to compare with the others
+  const size_t last = at.size() - 1;
+  for (size_t i = 0; i < last; ++i) {
+    if (at.violation[i] == at.violation[last] &&
+        std::equal(at.row(i), at.row(i) + k, at.row(last))) {
+      at.f.resize(last * k);
+      at.violation.resize(last);
       return i;
     }
   }
-  at.k = k;
-  at.Add(v.first(k), directions_, v.back());
-  return at.size() - 1;
+  return last;
 }
 
 StopDecision MoAshaStopper::Rank(const Points& at_rung, size_t target, size_t rung_index,
