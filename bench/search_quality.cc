@@ -371,7 +371,9 @@ std::vector<Method> Methods(const Problem& problem) {
             {"hpod NSGA-II", "{name: nsga2, population: 16}", "none"},
             {"hpod NSGA-II + MO-ASHA", "{name: nsga2, population: 16}", asha},
             {"hpod MOTPE", "{name: tpe}", "none"},
-            {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha}};
+            {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha},
+            {"hpod MOTPE univariate", "{name: tpe, multivariate: false}", "none"},
+            {"hpod MOTPE univariate + MO-ASHA", "{name: tpe, multivariate: false}", asha}};
   }
   return {fallback,
           {"hpod random", "random", "none"},
