@@ -22,6 +22,10 @@ cleanup() {
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# has ARGS...: grep ARGS on stdin, quietly. Unlike `grep -q` it reads its input to the end, so
+# the command writing into the pipe never meets a closed one (under pipefail its SIGPIPE would
+# fail the whole test even though the line was there).
+has() { grep "$@" >/dev/null; }
 # refused WANT_RC MESSAGE ARGS...: `hpo ARGS` exits WANT_RC and says MESSAGE (output in $WORK/out).
 refused() {
   local want=$1 msg=$2
@@ -54,7 +58,7 @@ wait_for() {
 trial_processes() {
   local n=0 f
   for f in /proc/[0-9]*/environ; do
-    if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -q "^HPO_TRIAL_DIR=$HPO_DATA_DIR/sweeps/$1/"; then n=$((n + 1)); fi
+    if { tr '\0' '\n' <"$f"; } 2>/dev/null | has "^HPO_TRIAL_DIR=$HPO_DATA_DIR/sweeps/$1/"; then n=$((n + 1)); fi
   done
   echo $n
 }

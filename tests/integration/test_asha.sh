@@ -11,7 +11,7 @@ completed=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL
 [ "$stopped" -ge 8 ] || fail "ASHA stopped only $stopped of 24 trials"
 [ "$completed" -ge 1 ] || fail "no trial ran to the end"
 [ $((stopped + completed)) -eq 24 ] || fail "$stopped stopped + $completed completed != 24"
-sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPED'" | grep -q "asha: at rung" \
+sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPED'" | has "asha: at rung" \
   || fail "stopped trials do not say why"
 # Stopped trials keep their curves and stopped at a rung (1, 3 or 9).
 bad=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPED' AND step NOT IN (1, 3, 9)")

@@ -62,5 +62,5 @@ algorithm: grid
 YAML
 other=$(hpo submit "$WORK/local.yaml" | tail -n 1)
 refused 1 "ask and tell are for a sweep with backend: external" ask "$other"
-hpo ask --help | grep -q "HPO_TRIAL_TOKEN" || fail "ask --help"
+hpo ask --help | has "HPO_TRIAL_TOKEN" || fail "ask --help"
 pass "ask and tell refuse what they cannot do, with a clear error"

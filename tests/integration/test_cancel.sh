@@ -18,7 +18,7 @@ wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 3 ]" 20
 # Each trial is a shell with two sleeps; under load they may take a moment to appear.
 wait_for "[ \$(trial_processes $id) -ge 9 ]" 10
 start=$(date +%s.%N)
-hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
+hpo cancel "$id" | has CANCELED || fail "cancel did not end CANCELED"
 took=$(echo "$(date +%s.%N) - $start" | bc)
 n=$(hpo trials "$id" --state canceled | tail -n +2 | wc -l)
 [ "$n" -eq 3 ] || fail "expected 3 CANCELED trials, got $n"

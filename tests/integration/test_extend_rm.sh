@@ -49,7 +49,7 @@ sweep_file stopped 50
 stopped=$(hpo submit "$WORK/stopped.yaml" | tail -n 1)
 hpo cancel "$stopped" >/dev/null
 refused 1 "is CANCELED: only a running sweep, or one that ran out of budget" extend "$stopped" --trials +1
-hpo extend --help | grep -q -- "--gpu-hours" || fail "extend --help lacks its options"
+hpo extend --help | has -- "--gpu-hours" || fail "extend --help lacks its options"
 pass "extend refuses what gives nothing more, with a clear error, and changes nothing"
 
 # hpo fork: a changed space inherits the old sweep's compatible trials, marked, never run again.
@@ -99,7 +99,7 @@ refused 1 "no sweep $id" show "$id"
 hpo rm "$stopped" --yes >/dev/null || fail "rm --yes failed"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$whole AND state='TRIAL_STATE_COMPLETED'")" -eq 5 ] || fail "rm touched another sweep"
 [ -d "$HPO_DATA_DIR/sweeps/$whole/trials/00000" ] || fail "rm removed another sweep's directories"
-hpo ls | grep -q "^$id " && fail "hpo ls still lists the removed sweep"
+hpo ls | has "^$id " && fail "hpo ls still lists the removed sweep"
 pass "rm asks, refuses a running sweep, and removes an ended one with its directories"
 
 # hpo enqueue: given points run first, are marked, and a point outside the space changes nothing.

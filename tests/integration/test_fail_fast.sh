@@ -14,15 +14,15 @@ objective: {metric: loss, direction: minimize}
 algorithm: grid
 budget: {max_concurrent: 1, max_failed: 8}
 YAML
-hpo validate "$WORK/typo.yaml" | grep -q "fail fast: paused if its first 3 trials to end all fail within 1m the same way" \
+hpo validate "$WORK/typo.yaml" | has "fail fast: paused if its first 3 trials to end all fail within 1m the same way" \
   || fail "validate does not describe fail-fast: $(hpo validate "$WORK/typo.yaml")"
 id=$(hpo submit "$WORK/typo.yaml" | tail -n 1)
 wait_for "[ \"\$(sql \"SELECT state FROM sweeps WHERE id=$id\")\" = SWEEP_STATE_PAUSED ]" 30
 msg=$(sql "SELECT message FROM sweeps WHERE id=$id")
-echo "$msg" | grep -q "its first 3 trials all failed within 1m the same way (exit code 127): sh: 0: cannot open $WORK/trian.sh" \
-  || echo "$msg" | grep -q "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
+echo "$msg" | has "its first 3 trials all failed within 1m the same way (exit code 127): sh: 0: cannot open $WORK/trian.sh" \
+  || echo "$msg" | has "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
   || fail "unclear pause: $msg"
-hpo show "$id" | grep -q "trian.sh" || fail "hpo show does not say why: $(hpo show "$id")"
+hpo show "$id" | has "trian.sh" || fail "hpo show does not say why: $(hpo show "$id")"
 sleep 2
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 3 ] || fail "trials started after the pause"
 pass "a typo pauses the sweep after 3 trials, with its error line"
@@ -55,7 +55,7 @@ hpo wait "$id" --timeout 60 >/dev/null || true
   || fail "an ECC error counted against the sweep: $(sql "SELECT state, message FROM sweeps WHERE id=$id")"
 lost=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST' AND interruption='INTERRUPTION_NODE_FAILURE'")
 [ -n "$lost" ] || fail "the ECC failure is not the infrastructure's: $(sql "SELECT state, interruption, message FROM trials WHERE sweep_id=$id")"
-sql "SELECT message FROM trials WHERE id=$lost" | grep -q "the infrastructure failed it (stderr /uncorrectable ECC error/).*: CUDA error: uncorrectable ECC error encountered" \
+sql "SELECT message FROM trials WHERE id=$lost" | has "the infrastructure failed it (stderr /uncorrectable ECC error/).*: CUDA error: uncorrectable ECC error encountered" \
   || fail "unclear: $(sql "SELECT message FROM trials WHERE id=$lost")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$lost AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the trial the ECC error took was not retried"
 pass "an uncorrectable ECC error is the infrastructure's: LOST and retried, not FAILED"

@@ -16,7 +16,7 @@ budget: {max_trials: 40, max_concurrent: 2, gpu_hours: 0.002}
 resources: {gpus: 1}
 YAML
 id=$(hpo submit "$WORK/budget.yaml" | tail -n 1)
-wait_for "hpo show $id | grep -q 'GPU-hours .* of 0.002 (.*%), [12] GPU(s) held: the budget lasts about'" 20
+wait_for "hpo show $id | has 'GPU-hours .* of 0.002 (.*%), [12] GPU(s) held: the budget lasts about'" 20
 hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete: $(hpo show "$id")"
 hpo show "$id" >"$WORK/show"
 grep -q "budget.gpu_hours (0.002) was reached" "$WORK/show" || fail "the sweep does not say the budget ended it: $(cat "$WORK/show")"

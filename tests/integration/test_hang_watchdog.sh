@@ -24,7 +24,7 @@ YAML
 }
 mkdir -p "$WORK/retried" "$WORK/resumed"
 sweep retried >"$WORK/retried.yaml"
-hpo validate "$WORK/retried.yaml" | grep -q "hang watchdog: a trial silent for 5x its usual interval between reports (at least 1s) gets SIGUSR1, is stopped 3s later and is retried" \
+hpo validate "$WORK/retried.yaml" | has "hang watchdog: a trial silent for 5x its usual interval between reports (at least 1s) gets SIGUSR1, is stopped 3s later and is retried" \
   || fail "validate does not describe the watchdog: $(hpo validate "$WORK/retried.yaml")"
 id=$(hpo submit "$WORK/retried.yaml" | tail -n 1)
 hpo wait "$id" --timeout 90 >/dev/null || fail "sweep $id did not complete: $(hpo trials "$id" --where)"
@@ -32,11 +32,11 @@ hpo wait "$id" --timeout 90 >/dev/null || fail "sweep $id did not complete: $(hp
   || fail "the sweep did not complete (a hung trial counted toward max_failed?)"
 hung=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST' AND interruption='INTERRUPTION_HUNG'")
 [ -n "$hung" ] || fail "no trial ended LOST as hung: $(sql "SELECT id, state, interruption, message FROM trials WHERE sweep_id=$id")"
-sql "SELECT message FROM trials WHERE id=$hung" | grep -q "^hung: no report for" || fail "unclear cause: $(sql "SELECT message FROM trials WHERE id=$hung")"
+sql "SELECT message FROM trials WHERE id=$hung" | has "^hung: no report for" || fail "unclear cause: $(sql "SELECT message FROM trials WHERE id=$hung")"
 dir=$(sql "SELECT trial_dir FROM trials WHERE id=$hung")
 grep -q "stacks of" "$dir/stacks.txt" || fail "the hung trial did not get the health signal first"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$hung AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the hung trial was not retried"
-hpo trials "$id" --where | grep -q "hung" || fail "hpo trials does not show the cause"
+hpo trials "$id" --where | has "hung" || fail "hpo trials does not show the cause"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%' AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] \
   || fail "the trainer that slowed down was caught: $(sql "SELECT state, message FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%'")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%'")" -eq 1 ] || fail "the trainer that slowed down ran twice"
@@ -49,5 +49,5 @@ t=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND params_json LIKE '%hangs%'
 [ "$(sql "SELECT state || ' ' || segment FROM trials WHERE id=$t")" = "TRIAL_STATE_COMPLETED 2" ] \
   || fail "the hung trial did not continue as its second segment: $(sql "SELECT state, segment, message FROM trials WHERE id=$t")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 2 ] || fail "a resumable sweep retried instead of continuing"
-hpo trials "$id" --where | grep -q "hung" || fail "hpo trials does not show the interruption of segment 1"
+hpo trials "$id" --where | has "hung" || fail "hpo trials does not show the interruption of segment 1"
 pass "in a resumable sweep the hung trial continues from its checkpoint"

@@ -39,7 +39,7 @@ mkdir "$WORK/pack"
 deb=$(ls "$WORK"/pack/hpod_*.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
 for want in python3-grpcio libgrpc libprotobuf libsqlite3 libyaml-cpp libcpp-httplib libprometheus-cpp; do
-  echo "$depends" | grep -q "$want" || fail "the package does not depend on $want: $depends"
+  echo "$depends" | has "$want" || fail "the package does not depend on $want: $depends"
 done
 dpkg-deb -c "$deb" >"$WORK/contents"
 for f in ./usr/bin/hpod ./usr/bin/hpo ./usr/bin/hpo-shim ./usr/lib/python3/dist-packages/hpo/client.py ./usr/share/hpod/examples/quickstart.yaml; do

@@ -21,11 +21,11 @@ grep -q "^Pareto front of sweep $id: [0-9]* trial(s) of val_acc â†‘, n_params â†
 n=$(sed -n 's/^Pareto front of sweep [0-9]*: \([0-9]*\) trial.*/\1/p' "$WORK/best")
 [ "$(grep -cE 'COMPLETED .* front( |$)' "$WORK/best")" -eq "$n" ] || fail "hpo best lists other trials: $(cat "$WORK/best")"
 [ "$(hpo trials "$id" --pareto | grep -cE 'COMPLETED .* front( |$)')" -eq "$n" ] || fail "hpo trials --pareto differs from hpo best"
-hpo ls | grep -q "front of $n" || fail "hpo ls lacks the front: $(hpo ls)"
+hpo ls | has "front of $n" || fail "hpo ls lacks the front: $(hpo ls)"
 hpo best "$id" --json >"$WORK/best.json"
 hpo export "$id" --format json -o "$WORK/all.json"
 hpo export "$id" --format csv -o "$WORK/all.csv"
-head -n 1 "$WORK/all.csv" | grep -q "pareto_rank,on_front,feasible" || fail "the CSV lacks the Pareto columns"
+head -n 1 "$WORK/all.csv" | has "pareto_rank,on_front,feasible" || fail "the CSV lacks the Pareto columns"
 $PY - "$WORK/all.json" "$WORK/best.json" "$WORK/all.csv" "$n" <<'PYEOF'
 import csv, json, sys
 exp, best = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))

@@ -38,7 +38,7 @@ grep -Eq "^  trials +6$" "$WORK/plan.txt" && grep -Eq "^  steps +30$" "$WORK/pla
 ! grep -q "queue wait" "$WORK/plan.txt" || fail "a queue wait on the local backend"
 id=$(hpo submit "$WORK/declared.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete"
-hpo show "$id" | grep -Eq "^plan: trials 6, GPU-hours 0, wall time 4.5s; used: trials 6, GPU-hours 0, wall time [0-9.]+s$" \
+hpo show "$id" | has -E "^plan: trials 6, GPU-hours 0, wall time 4.5s; used: trials 6, GPU-hours 0, wall time [0-9.]+s$" \
   || fail "hpo show: $(hpo show "$id")"
 # What the plan said against what the sweep used: the wall time within a factor of 2 (each step
 # also pays for a report and a process start).
@@ -100,7 +100,7 @@ seconds() { case "$1" in *ms) echo "${1%ms} / 1000" | bc -l ;; *s) echo "${1%s}"
 step_s=$(seconds "$(echo "$basis" | sed -n 's/.*, \([0-9.]*m\?s\) a step, .*/\1/p')")
 start_s=$(seconds "$(echo "$basis" | sed -n 's/.*a step, \([0-9.]*m\?s\) to start .*/\1/p')")
 [ -n "$step_s" ] && [ -n "$start_s" ] || fail "hpo plan --pilot: $(cat "$WORK/pilot.txt")"
-echo "$basis" | grep -q "(sweep $pilot's 2 finished trial(s), on average)" || fail "basis: $basis"
+echo "$basis" | has "(sweep $pilot's 2 finished trial(s), on average)" || fail "basis: $basis"
 # A step is the sleep and a report (a process of its own); the start is the sleep before them.
 awk -v s="$step_s" -v t="$start_s" 'BEGIN { exit !(s >= 0.25 && s <= 1 && t >= 1.2 && t <= 3) }' \
   || fail "the pilot measured ${step_s} s a step and ${start_s} s to start (0.3 s and 1.5 s)"

@@ -25,7 +25,7 @@ said=$(hpod --data-dir "$HPO_DATA_DIR" 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "a second hpod started"
-echo "$said" | grep -q "another hpod already runs for .*hpod on $host (pid" || fail "the second hpod was not told who holds it: $said"
+echo "$said" | has "another hpod already runs for .*hpod on $host (pid" || fail "the second hpod was not told who holds it: $said"
 hpo daemon stop >/dev/null
 [ ! -s "$HPO_DATA_DIR/hpod.lock" ] || fail "a clean stop left the lock file naming a holder"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE state='TRIAL_STATE_COMPLETED'")" -eq 4 ] || fail "the store lost trials"
@@ -38,7 +38,7 @@ said=$(hpod --data-dir "$HPO_DATA_DIR" --cpus 2 2>&1)
 rc=$?
 set -e
 [ $rc -ne 0 ] || fail "hpod started while another host's hpod holds the directory"
-echo "$said" | grep -q "hpod on nid004 (pid 4242, Slurm job 777), last seen" || fail "the holder is not named: $said"
+echo "$said" | has "hpod on nid004 (pid 4242, Slurm job 777), last seen" || fail "the holder is not named: $said"
 # Silent for a minute: taken over, and the log says from whom.
 echo "nid004 4242 777 $(($(date +%s) - 60))" >"$HPO_DATA_DIR/hpod.lock"
 hpo daemon start --cpus 2 >/dev/null

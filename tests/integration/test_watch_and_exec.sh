@@ -18,5 +18,5 @@ done=$(hpo trials "$id" --state completed | tail -n +2 | wc -l)
 [ "$done" -eq 6 ] || fail "expected 6 completed trials, got $done"
 n=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS WHERE metric='val_acc'")
 [ "$n" -eq 90 ] || fail "expected 6 trials x 15 FoM reports, found $n"
-hpo logs "$(sql 'SELECT id FROM trials LIMIT 1')" | grep -q "FoM:" || fail "logs do not show the trial's output"
+hpo logs "$(sql 'SELECT id FROM trials LIMIT 1')" | has "FoM:" || fail "logs do not show the trial's output"
 pass "exec reported $n FoM lines; watch rendered on a TTY and a pipe"

@@ -8,7 +8,7 @@ if [ ! -x "$NOSLURM/hpod" ]; then
   if [ "${CI:-}" = true ]; then fail "build-noslurm/ is not built (scripts/build-without-slurm.sh)"; fi
   echo "SKIP: build-noslurm/ is not built (scripts/build-without-slurm.sh)"; exit 77
 fi
-if ldd "$NOSLURM/hpod" | grep -q libslurm; then fail "hpod built without Slurm links libslurm"; fi
+if ldd "$NOSLURM/hpod" | has libslurm; then fail "hpod built without Slurm links libslurm"; fi
 if "$NOSLURM/hpod" --data-dir "$WORK/d" --backend slurm 2>"$WORK/err"; then
   fail "hpod without Slurm started a Slurm backend"
 fi
@@ -24,5 +24,5 @@ budget: {max_concurrent: 2}
 YAML
 id=$(hpo submit "$WORK/s.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "the local sweep did not complete"
-hpo best "$id" | grep -q 'loss = 1$' || fail "wrong best: $(hpo best "$id")"
+hpo best "$id" | has 'loss = 1$' || fail "wrong best: $(hpo best "$id")"
 pass "hpod without Slurm: no libslurm, local sweeps run, --backend slurm refused clearly"

@@ -40,7 +40,7 @@ done
 hpo plan "$WORK/steps.yaml" --steps 2 --step-time 0.5s >"$WORK/plan.txt" || fail "hpo plan: $(cat "$WORK/plan.txt")"
 grep -Eq "^  queue wait +[0-9.]+m?s \(slurmctld's will_run for the sweep's first allocation \(2 node\(s\) with 1 GPU\(s\) and 2 CPU\(s\) each\)\)$" "$WORK/plan.txt" \
   && grep -Eq "^  GPU-hours +0.00222$" "$WORK/plan.txt" || fail "hpo plan, steps mode: $(cat "$WORK/plan.txt")"
-hpo plan "$WORK/jobs.yaml" --steps 2 --step-time 0.5s | grep -Eq "^  queue wait +[0-9.]+m?s \(slurmctld's will_run for one trial's job \(1 node\(s\), 1 GPU\(s\) each\)\)$" \
+hpo plan "$WORK/jobs.yaml" --steps 2 --step-time 0.5s | has -E "^  queue wait +[0-9.]+m?s \(slurmctld's will_run for one trial's job \(1 node\(s\), 1 GPU\(s\) each\)\)$" \
   || fail "hpo plan, jobs mode: $(hpo plan "$WORK/jobs.yaml" --steps 2 --step-time 0.5s)"
 pass "hpo plan asks slurmctld when the first allocation (steps mode) or job (jobs mode) would start"
 steps=$(hpo submit "$WORK/steps.yaml" | tail -n 1)
@@ -61,9 +61,9 @@ for id in $steps $jobs; do
   # Once quarantined, n2 gets nothing more: only trials placed before the second failure was
   # known (at most max_concurrent - 1 more) may still have run there.
   [ "$on_n2" -le $([ $mode = steps ] && echo 3 || echo 4) ] || fail "$mode: $on_n2 trials ran on n2 after its quarantine: $(cat "$WORK/$mode/runs.log")"
-  hpo show "$id" | grep -q "quarantined nodes: n2 ($on_n2 infrastructure failure(s))" \
+  hpo show "$id" | has "quarantined nodes: n2 ($on_n2 infrastructure failure(s))" \
     || fail "$mode: hpo show does not show the quarantine: $(hpo show "$id")"
-  hpo nodes "$id" | grep -Eq "^n2 +quarantined +$on_n2 +the infrastructure failed it \(stderr /uncorrectable ECC error/\)" \
+  hpo nodes "$id" | has -E "^n2 +quarantined +$on_n2 +the infrastructure failed it \(stderr /uncorrectable ECC error/\)" \
     || fail "$mode: hpo nodes: $(hpo nodes "$id")"
 done
 grep -q "n2 quarantined after 2 infrastructure failure(s)" "$HPO_DATA_DIR/hpod.log" || fail "no quarantine in the log"

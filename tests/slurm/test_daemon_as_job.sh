@@ -40,7 +40,7 @@ job=$(squeue -h -n hpod -o %i)
 after=$(cat "$HPO_DATA_DIR/endpoint")
 [ "$after" = "$(hostname):${after##*:}" ] || fail "the endpoint of hpod in a job is $after, not this node's name"
 [ "$before" != "$after" ] || fail "hpod came back at the same address $after"
-hpo daemon status | grep -q "Slurm job $job, endpoint $after" || fail "hpo daemon status: $(hpo daemon status)"
+hpo daemon status | has "Slurm job $job, endpoint $after" || fail "hpo daemon status: $(hpo daemon status)"
 grep -q -- "--keep-trials-on-term" "$HPO_DATA_DIR/hpod-job.sh" || fail "the job script: $(cat "$HPO_DATA_DIR/hpod-job.sh")"
 
 # The allocation's agent follows the endpoint file (its log goes when the allocation ends).
@@ -50,7 +50,7 @@ wait_for "grep -q 'hpod moved: $before -> $after' '$HPO_DATA_DIR'/agents/*.log" 
 # A login node cannot reach a compute node's Unix socket: without it, hpo and the Python
 # client find hpod at the endpoint the data directory names.
 rm -f "$HPO_DATA_DIR/hpod.sock"
-hpo show "$id" | grep -q "moving" || fail "hpo did not find hpod at $after: $(hpo show "$id" 2>&1)"
+hpo show "$id" | has "moving" || fail "hpo did not find hpod at $after: $(hpo show "$id" 2>&1)"
 PYTHONPATH="$HPO_BIN/../python" $PY -c "
 import hpo
 names = [s['name'] for s in hpo.Client().sweeps().to_dict('records')]
@@ -68,6 +68,6 @@ done
   || fail "72 reports expected once each: $(sql "SELECT t.number, COUNT(*), COUNT(DISTINCT r.step) FROM $ALL_REPORTS r JOIN trials t ON r.trial_id = t.id WHERE t.sweep_id=$id GROUP BY t.number")"
 
 hpo daemon stop >/dev/null || fail "hpo daemon stop did not stop the job's hpod"
-wait_for "! squeue -h -j $job -o %i | grep -q ." 30
+wait_for "! squeue -h -j $job -o %i | has ." 30
 [ ! -s "$HPO_DATA_DIR/hpod.lock" ] || fail "the lock is still held: $(cat "$HPO_DATA_DIR/hpod.lock")"
 pass "hpod moved from $before into Slurm job $job at $after under a running sweep: agents, trials, hpo and Python followed; 6 trials ran once, 72 reports stored once; hpo daemon stop ended the job"

@@ -40,7 +40,7 @@ for id in $steps $jobs; do
     || fail "sweep $id: the hung trial was not retried"
   [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%' AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] \
     || fail "sweep $id: the trainer that slowed down was caught: $(sql "SELECT state, message FROM trials WHERE sweep_id=$id AND params_json LIKE '%slows%'")"
-  hpo trials "$id" | grep -q "hung" || fail "sweep $id: hpo trials does not show the cause"
+  hpo trials "$id" | has "hung" || fail "sweep $id: hpo trials does not show the cause"
 done
 wait_for "[ \$(jobs_left) -eq 0 ]" 60
 pass "steps and jobs mode: a hung trial gets the signal, is stopped, LOST as hung and retried; one that slowed 3x is untouched"
@@ -58,7 +58,7 @@ slurm: {allocation: {gpus_per_node: 2, cpus_per_node: 4, max: 1}}
 YAML
 id=$(hpo submit "$WORK/typo.yaml" | tail -n 1)
 wait_for "[ \"\$(sql \"SELECT state FROM sweeps WHERE id=$id\")\" = SWEEP_STATE_PAUSED ]" 60
-sql "SELECT message FROM sweeps WHERE id=$id" | grep -q "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
+sql "SELECT message FROM sweeps WHERE id=$id" | has "its first 3 trials all failed within 1m the same way (exit code 2): sh: 0: cannot open $WORK/trian.sh" \
   || fail "unclear pause: $(sql "SELECT message FROM sweeps WHERE id=$id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id")" -eq 3 ] || fail "trials started after the pause"
 hpo cancel "$id" >/dev/null

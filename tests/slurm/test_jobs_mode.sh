@@ -49,9 +49,9 @@ budget: {max_concurrent: 3}
 slurm: {mode: jobs}
 YAML
 id=$(hpo submit "$WORK/fail.yaml" | tail -n 1)
-wait_for "sql \"SELECT id FROM trials WHERE sweep_id=$id AND number=2\" | grep -q ." 30
+wait_for "sql \"SELECT id FROM trials WHERE sweep_id=$id AND number=2\" | has ." 30
 trial=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND number=2")
-wait_for "squeue -h -n hpo-$id-$trial -o %i | grep -q ." 20
+wait_for "squeue -h -n hpo-$id-$trial -o %i | has ." 20
 scancel "$(squeue -h -n "hpo-$id-$trial" -o %i)"
 hpo wait "$id" --timeout 90 >/dev/null || fail "the failure sweep did not complete"
 [ "$(sql "SELECT state FROM trials WHERE sweep_id=$id AND number=0")" = TRIAL_STATE_FAILED ] || fail "exit 3 should be FAILED"
@@ -87,7 +87,7 @@ hpo trials "$id" --where >"$WORK/out" && grep -q "nodes=n\[1-2\]" "$WORK/out" ||
 sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"
 id=$(hpo submit "$WORK/long.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 3 ]" 30
-hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
+hpo cancel "$id" | has CANCELED || fail "cancel did not end CANCELED"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 # hpod killed (-9) while jobs run and others wait in Slurm's queue, and down for 2 s: the
 # restarted daemon finds every job again (by id, or by name for those not started), takes the
@@ -141,6 +141,6 @@ lost=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STAT
 why=$(sql "SELECT message FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
 cause=$(sql "SELECT interruption FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_LOST'")
 [ "$cause" = INTERRUPTION_NODE_FAILURE ] || fail "the DOWN node is not the trial's interruption: $cause ($why)"
-hpo export "$id" --format csv | grep -q ",node_failure," || fail "the export lacks the interruption"
+hpo export "$id" --format csv | has ",node_failure," || fail "the export lacks the interruption"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 pass "jobs mode: GPUs disjoint, FAILED/LOST/retry right, bad settings refused, cancel leaves squeue empty, $adopted job(s) re-adopted after kill -9, node DOWN -> LOST ($why) and retried"

@@ -118,7 +118,7 @@ for d in "$HPO_DATA_DIR"/sweeps/"$steps_id"/trials/*; do
   grep -q "checkpointed at epoch" "$d/stdout.log" && grep -q "continuing from" "$d/stdout.log" \
     || fail "$d/stdout.log lacks the checkpoint and the resume: $(tail -n 5 "$d/stdout.log")"
 done
-hpo trials "$steps_id" | grep -q "seg" || fail "hpo trials shows no seg column"
+hpo trials "$steps_id" | has "seg" || fail "hpo trials shows no seg column"
 pass "steps mode: trials checkpoint before their allocation's time limit and go on in its replacement"
 
 hpo wait "$jobs_id" --timeout 500 >/dev/null || fail "the jobs sweep did not complete: $(hpo trials "$jobs_id" --where)"

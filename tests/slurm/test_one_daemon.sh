@@ -25,8 +25,8 @@ YAML
 slurm_id=$(hpo submit "$WORK/steps.yaml" | tail -n 1)  # starts hpod on its own
 local_id=$(hpo submit "$WORK/local.yaml" | tail -n 1)
 wait_for "grep -q 'Slurm is on: $SLURM_CONF' '$HPO_DATA_DIR/hpod.log'" 5 || fail "Slurm not found: $(cat "$HPO_DATA_DIR/hpod.log")"
-hpo show "$slurm_id" | grep -q "backend *slurm" || fail "the steps sweep: $(hpo show "$slurm_id")"
-hpo show "$local_id" | grep -q "backend *local" || fail "the local sweep: $(hpo show "$local_id")"
+hpo show "$slurm_id" | has "backend *slurm" || fail "the steps sweep: $(hpo show "$slurm_id")"
+hpo show "$local_id" | has "backend *local" || fail "the local sweep: $(hpo show "$local_id")"
 # Both run at once: local trials while the Slurm sweep holds its allocation.
 wait_for "[ \$(sql \"SELECT COUNT(*) FROM trials WHERE sweep_id=$local_id AND state='TRIAL_STATE_RUNNING'\") -ge 1 ]" 20
 hpo wait "$local_id" --timeout 60 >/dev/null || fail "the local sweep did not complete"
@@ -35,8 +35,8 @@ hpo wait "$slurm_id" --timeout 180 >/dev/null || fail "the Slurm sweep did not c
   fail "not Slurm steps: $(sql "SELECT backend_id FROM trials WHERE sweep_id=$slurm_id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$local_id AND backend_id GLOB 'local:pid=*'")" -eq 3 ] ||
   fail "not local: $(sql "SELECT backend_id FROM trials WHERE sweep_id=$local_id")"
-hpo ls | grep -q "^$local_id  *here  *COMPLETED  *local " || fail "hpo ls lacks the backend: $(hpo ls)"
-hpo ls | grep -q "^$slurm_id  *spiral-slurm-steps  *COMPLETED  *slurm " || fail "hpo ls lacks the backend: $(hpo ls)"
+hpo ls | has "^$local_id  *here  *COMPLETED  *local " || fail "hpo ls lacks the backend: $(hpo ls)"
+hpo ls | has "^$slurm_id  *spiral-slurm-steps  *COMPLETED  *slurm " || fail "hpo ls lacks the backend: $(hpo ls)"
 # backend: local wins over the slurm: section.
 sed -e 's/^name: .*/name: steps-here/' -e '1i backend: local' "$WORK/steps.yaml" >"$WORK/here.yaml"
 here_id=$(hpo submit "$WORK/here.yaml" | tail -n 1)

@@ -170,16 +170,16 @@ slurm:
   allocation: {gpus_per_node: 2, max: 2}
 YAML
 id=$(hpo submit "$WORK/fail.yaml" | tail -n 1)
-wait_for "sql \"SELECT id FROM trials WHERE sweep_id=$id AND number=2\" | grep -q ." 30
+wait_for "sql \"SELECT id FROM trials WHERE sweep_id=$id AND number=2\" | has ." 30
 trial=$(sql "SELECT id FROM trials WHERE sweep_id=$id AND number=2")
-wait_for "sql \"SELECT backend_id FROM trials WHERE id=$trial\" | grep -q 'step=[0-9]'" 30
+wait_for "sql \"SELECT backend_id FROM trials WHERE id=$trial\" | has 'step=[0-9]'" 30
 step=$(sql "SELECT backend_id FROM trials WHERE id=$trial" | sed -E 's/slurm:job=([0-9]+) step=([0-9]+).*/\1.\2/')
 scancel "$step"
 hpo wait "$id" --timeout 90 >/dev/null || fail "the failure sweep did not complete"
 [ "$(sql "SELECT state FROM trials WHERE sweep_id=$id AND number=0")" = TRIAL_STATE_FAILED ] || fail "exit 3 should be FAILED"
 [ "$(sql "SELECT exit_code FROM trials WHERE sweep_id=$id AND number=0")" -eq 3 ] || fail "exit code 3 not recorded"
 [ "$(sql "SELECT state FROM trials WHERE id=$trial")" = TRIAL_STATE_LOST ] || fail "a step scancel'ed outside should be LOST, not $(sql "SELECT state || ' ' || message FROM trials WHERE id=$trial")"
-sql "SELECT message FROM trials WHERE id=$trial" | grep -q "canceled outside hpod" || fail "the lost step does not say why"
+sql "SELECT message FROM trials WHERE id=$trial" | has "canceled outside hpod" || fail "the lost step does not say why"
 [ "$(sql "SELECT interruption FROM trials WHERE id=$trial")" = INTERRUPTION_CANCELED_OUTSIDE ] \
   || fail "the outside scancel is not the step's interruption: $(sql "SELECT interruption FROM trials WHERE id=$trial")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE retry_of=$trial AND state='TRIAL_STATE_COMPLETED'")" -eq 1 ] || fail "the lost trial was not retried"
@@ -213,7 +213,7 @@ grep -q "bad3.yaml.*allocation has 1 GPU" "$WORK/err" || fail "unclear allocatio
 sed 's/sleep 4/sleep 300/; s/exit 3/sleep 300/' "$WORK/fail.yaml" >"$WORK/long.yaml"
 id=$(hpo submit "$WORK/long.yaml" | tail -n 1)
 wait_for "[ \$(hpo trials $id --state running | tail -n +2 | wc -l) -eq 4 ]" 30
-hpo cancel "$id" | grep -q CANCELED || fail "cancel did not end CANCELED"
+hpo cancel "$id" | has CANCELED || fail "cancel did not end CANCELED"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_CANCELED'")" -eq 4 ] || fail "4 trials should be CANCELED"
 wait_for "[ \$(jobs_left) -eq 0 ]" 20
 [ "$(squeue -h -s | grep -vc batch || true)" -eq 0 ] || fail "steps left: $(squeue -s)"
@@ -245,7 +245,7 @@ wait_for "[ \$(jobs_left) -eq 0 ]" 10
 # ... and killed again right after a submit, before its first step started: the trials that were
 # waiting for the allocation wait again, and the sweep completes with none lost.
 id=$(hpo submit "$WORK/mixed.yaml" | tail -n 1)
-wait_for "squeue -h -o %j | grep -q hpo-alloc-" 10
+wait_for "squeue -h -o %j | has hpo-alloc-" 10
 crash_hpod
 hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the early crash"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 12 ] || fail "12 trials should complete after the early crash: $(sql "SELECT id, state, message FROM trials WHERE sweep_id=$id")"
