@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 import hpo
@@ -106,12 +107,17 @@ class ClientTest(unittest.TestCase):
 
     def test_enqueue_and_extend(self):
         s = self.client.submit(self.spec(trials=2))
+        # Once both of the sweep's trials have started, an enqueued point is a third (before,
+        # it would take the second's place within the 2).
+        deadline = time.monotonic() + 60
+        while len(s._trials()) < 2:
+            self.assertLess(time.monotonic(), deadline, "the sweep's 2 trials did not start")
+            time.sleep(0.05)
         s.enqueue(x=1.5, k="b")
         with self.assertRaises(hpo.HpoError) as cm:
             s.enqueue({"x": 9, "k": "a"})
         self.assertEqual(cm.exception.code.name, "INVALID_ARGUMENT")
         self.assertIn("x=9 is outside the space", str(cm.exception))
-        # The sweep's 2 trials had started already: the point is a third.
         st = s.wait(timeout=120)
         self.assertEqual((st["state"], st["max_trials"]), ("COMPLETED", 3))
         st = s.extend(add_trials=2, node_hours=5)
