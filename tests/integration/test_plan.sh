@@ -47,7 +47,9 @@ used=$(sql "SELECT CAST(ROUND(ended_at - created_at) AS INTEGER) FROM sweeps WHE
 pass "hpo plan from the file's plan: 6 trials, 30 steps, 4.5 s of wall time; the sweep used ${used} s, shown side by side"
 
 hpo plan "$WORK/bare.yaml" --like "$id" >"$WORK/like.txt" || fail "hpo plan --like: $(cat "$WORK/like.txt")"
-grep -Eq "^  steps +30$" "$WORK/like.txt" \
+# The default early stopping may stop the last trial in some of the plan's runs, as it could in
+# the sweep: the range may then reach below 30, and the median stays 30.
+grep -Eq "^  steps +30( \([0-9]+ - 30\))?$" "$WORK/like.txt" \
   && grep -q "5 step(s) a trial (sweep $id's completed trials)" "$WORK/like.txt" \
   && grep -q "a step\(, [^(]*\)\? (sweep $id's 6 finished trial(s), on average)" "$WORK/like.txt" \
   || fail "hpo plan --like: $(cat "$WORK/like.txt")"
@@ -58,7 +60,7 @@ import sys, hpo
 c = hpo.Client()
 p = c.plan(sys.argv[1], like=int(sys.argv[2]))
 assert p["trials"] == (6, 6, 6), p
-assert p["steps"] == (30, 30, 30), p
+assert p["steps"][1:] == (30, 30), p
 assert 2 <= p["wall_seconds"][1] <= 15, p
 assert c.sweep(int(sys.argv[2])).status()["plan"]["trials"] == (6, 6, 6)
 try:
