@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -437,8 +438,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-optuna", no_optuna, "skip Optuna");
   std::vector<std::string> method_filter;
   app.add_option("--methods", method_filter,
-                 "only the hpod methods whose names contain one of these (a,b), besides hpod's "
-                 "default (default: all)")
+                 "only these hpod methods (a,b), besides hpod's default: a method's whole name "
+                 "selects it alone, another text every method whose name contains it, none only "
+                 "the default (default: all)")
       ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::warn);  // the controller's per-trial log lines
@@ -474,15 +476,32 @@ int main(int argc, char** argv) {
   }
   for (const std::string& path : tables) table(path, directives, objectives);
 
+  // --methods: each text selects the method of that name, or else every method whose name
+  // contains it; each must select one on some problem.
+  std::set<std::string> names;
+  for (const auto& [problem, optuna_args] : problems) {
+    for (const Method& m : Methods(problem)) names.insert(m.name);
+  }
+  auto selects = [&](const std::string& f, const std::string& name) {
+    return names.count(f) ? name == f : name.find(f) != std::string::npos;
+  };
+  for (const std::string& f : method_filter) {
+    if (f == "none" || std::any_of(names.begin(), names.end(),
+                                   [&](const std::string& n) { return selects(f, n); })) {
+      continue;
+    }
+    std::fprintf(stderr, "search_quality: --methods '%s' names no hpod method here; they are: %s\n",
+                 f.c_str(), absl::StrJoin(names, ", ").c_str());
+    return 2;
+  }
   std::string root = "hpo-quality";  // each run's data directory: a temp dir of this prefix
   for (const auto& [problem, optuna_args] : problems) {
     std::vector<Method> methods = Methods(problem);
     if (!method_filter.empty()) {
       std::erase_if(methods, [&](const Method& m) {
         if (m.algorithm.empty() && m.stopper.empty()) return false;  // hpod's default stays
-        return std::none_of(method_filter.begin(), method_filter.end(), [&](const std::string& f) {
-          return m.name.find(f) != std::string::npos;
-        });
+        return std::none_of(method_filter.begin(), method_filter.end(),
+                            [&](const std::string& f) { return selects(f, m.name); });
       });
     }
     std::vector<int> marks = problem.multi() ? multi_budgets : budgets;
