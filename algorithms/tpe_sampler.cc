@@ -304,13 +304,15 @@ size_t TpeSampler::Good(size_t n) {
       std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(n))), 25), 1);
 }
 
-std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& req) {
+TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req) {
   const std::vector<Direction>& directions = *req.directions;
   const size_t width = directions.size() + 1;  // a point's values and violation
   // With curves, trials are compared at one step (as with one objective): the furthest that at
   // least half of those that reported reached; without, the trials that ran to their end.
-  std::vector<const HistoryEntry*> entries, behind;
-  Points points;
+  MultiKnown known;
+  std::vector<const HistoryEntry*>& entries = known.entries;
+  std::vector<const HistoryEntry*>& behind = known.behind;
+  Points& points = known.points;
   points.k = directions.size();
   std::vector<int64_t> reached;
   for (const HistoryEntry& h : *req.history) {
@@ -345,6 +347,13 @@ std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& r
       if (h.finished && h.stopped && req.space->Contains(h.params)) behind.push_back(&h);
     }
   }
+  return known;
+}
+
+std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& req) {
+  MultiKnown known = MultiKnownTrials(req);
+  std::vector<const HistoryEntry*>&entries = known.entries, &behind = known.behind;
+  const Points& points = known.points;
   auto got = [](const HistoryEntry* h) {
     return h->curve != nullptr && !h->curve->empty() ? h->curve->back().first : int64_t{0};
   };

@@ -54,7 +54,11 @@ class TpeSampler final : public Sampler {
   // How many trials the model would learn from for this request (below startup_trials: the
   // suggestion is a random draw).
   static size_t Learned(const SuggestRequest& req) {
-    return (req.MultiObjective() ? MultiRanked(req) : Ranked(req)).size();
+    if (req.MultiObjective()) {
+      MultiKnown known = MultiKnownTrials(req);
+      return known.entries.size() + known.behind.size();
+    }
+    return Ranked(req).size();
   }
   const TpeOptions& options() const { return options_; }
 
@@ -62,6 +66,13 @@ class TpeSampler final : public Sampler {
   // The trials the model learns from, best first (see above).
   static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req);
   static std::vector<const HistoryEntry*> MultiRanked(const SuggestRequest& req);
+  // The trials MultiRanked ranks, unranked: those compared at one step (or that ran to their
+  // end), their points, and those that ended short of it.
+  struct MultiKnown {
+    std::vector<const HistoryEntry*> entries, behind;
+    Points points;
+  };
+  static MultiKnown MultiKnownTrials(const SuggestRequest& req);
   // `ranked` with the trials that repeat an earlier one's curve (see above) moved to its end.
   static std::vector<const HistoryEntry*> RepeatsLast(std::vector<const HistoryEntry*> ranked);
   // How many of n ranked trials are the good ones.

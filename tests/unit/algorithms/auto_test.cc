@@ -104,6 +104,36 @@ TEST(AutoSampler, SaysWhenTheModelTakesOver) {
   }
 }
 
+// With several objectives the count of trials the model learns from is taken without ranking
+// them (no fronts, no hypervolumes): the same trials, so the same moment.
+TEST(AutoSampler, SaysWhenTheModelTakesOverWithSeveralObjectives) {
+  SearchSpace space{{Float("x"), Float("y")}};
+  auto sampler = MakeSampler(Auto(100, 1), space);
+  ASSERT_TRUE(sampler.ok());
+  std::vector<Direction> directions = {Direction::kMinimize, Direction::kMaximize};
+  std::vector<HistoryEntry> history;
+  SuggestRequest req;
+  req.space = &space;
+  req.history = &history;
+  req.directions = &directions;
+  for (int n = 0; n < 14; ++n) {
+    req.trial_number = n;
+    // Trials 2 and 5 are still running: they are not counted until they end.
+    int learned = n - (n > 2 ? 1 : 0) - (n > 5 ? 1 : 0);
+    EXPECT_THAT((*sampler)->Choice(req), HasSubstr(learned < 10 ? "random draws until 10 trials"
+                                                                : "modelling the trials that"))
+        << n;
+    auto p = (*sampler)->Suggest(req);
+    ASSERT_TRUE(p.ok() && p->has_value());
+    HistoryEntry h;
+    h.number = n;
+    h.params = **p;
+    h.finished = n != 2 && n != 5;
+    if (h.finished) h.values = {0.1 * n, 1.0 - 0.05 * n};
+    history.push_back(std::move(h));
+  }
+}
+
 TEST(AutoStopper, ChoosesByTheLengthOfATrial) {
   StopperSpec spec;
   spec.steps = 3;
