@@ -38,7 +38,7 @@ def main():
                   f" samples); {CONFIGS} random configurations; at each step {TREES_PER_STEP} more\n")
         out.write("# trees; val_loss (log-loss), val_acc and fit_seconds (CPU seconds fitting so far,"
                   " one thread). Made by bench/make_gbt_curves.py.\n")
-        out.write("# name scikit-learn gradient-boosted trees on breast cancer: val_loss and fit_seconds (real, 200 configurations)\n")
+        out.write("# name scikit-learn gradient-boosted trees on breast cancer (real, 200 configurations)\n")
         out.write("# param learning_rate float log\n# param max_leaf_nodes int log\n")
         out.write("# param min_samples_leaf int log\n# param l2_regularization float log\n")
         out.write("# step step\n# metric val_loss minimize\n# metric val_acc maximize\n")

@@ -288,6 +288,10 @@ absl::StatusOr<Problem> LoadTable(const std::string& path,
     p.metrics.push_back(name);
     p.directions.push_back(direction);
   }
+  if (p.metrics.size() > 1 || !objectives.empty()) {  // which metrics are the objectives
+    absl::StrAppend(&p.name, ": ", absl::StrJoin(p.metrics.begin(), p.metrics.end() - 1, ", "),
+                    p.metrics.size() > 1 ? " and " : "", p.metrics.back());
+  }
   // Every configuration has every step.
   std::vector<int64_t> steps;
   for (const auto& [s, v] : rows[order.front()]) steps.push_back(s);

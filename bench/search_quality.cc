@@ -283,7 +283,7 @@ std::string OptunaDefault(const Problem& problem) {
 // Every hpod method against two of Optuna's: its default, and its best configuration on this
 // problem (the lowest median final score). Per method: where it ends, and the steps it needs for
 // its median to reach each one's final score, as a share of the budget. For several objectives
-// also multi-objective ASHA against the best method without early stopping at the same budget.
+// also the best method with early stopping against the best without, at the same budget.
 void Summary(const Problem& problem, int w, int budget, const std::vector<Method>& methods,
              const Results& results, const Results& optuna) {
   const char* what = problem.multi() ? "hypervolume" : "regret";
@@ -326,7 +326,7 @@ void Summary(const Problem& problem, int w, int budget, const std::vector<Method
       "least as good as Optuna's best and reach Optuna's default's final result within 50%% of "
       "the budget)\n");
   if (!problem.multi()) return;
-  // Multi-objective ASHA against the best method without early stopping, at equal budget.
+  // The best method with early stopping against the best without, at equal budget.
   std::string stopped, unstopped;
   for (const Method& m : methods) {
     if (m.stopper.empty()) continue;  // the default: neither
@@ -336,13 +336,14 @@ void Summary(const Problem& problem, int w, int budget, const std::vector<Method
       slot = m.name;
     }
   }
+  if (stopped.empty() || unstopped.empty()) return;  // --methods left one side out
   double a = FinalMedian(results.at(stopped), budget);
   double b = FinalMedian(results.at(unstopped), budget);
   std::printf(
-      "W = %d, budget %d: with multi-objective ASHA the best is %s, hypervolume %.4f; without "
-      "early stopping %s, %.4f (%s)\n",
+      "W = %d, budget %d: with early stopping the best is %s, hypervolume %.4f; without "
+      "%s, %.4f (%s)\n",
       w, budget, stopped.c_str(), Shown(problem, a), unstopped.c_str(), Shown(problem, b),
-      a <= b ? "ASHA at least as good" : "ASHA behind");
+      a <= b ? "early stopping at least as good" : "early stopping behind");
 }
 
 // hpod's methods on a problem. ASHA's and Hyperband's rungs span the problem's steps, as
@@ -373,6 +374,7 @@ std::vector<Method> Methods(const Problem& problem) {
             {"hpod NSGA-II + MO-ASHA", "{name: nsga2, population: 16}", asha},
             {"hpod MOTPE", "{name: tpe}", "none"},
             {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha},
+            {"hpod MOTPE + MO-Hyperband", "{name: tpe}", hyperband},
             {"hpod MOTPE univariate", "{name: tpe, multivariate: false}", "none"},
             {"hpod MOTPE univariate + MO-ASHA", "{name: tpe, multivariate: false}", asha}};
   }
