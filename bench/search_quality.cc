@@ -392,9 +392,9 @@ std::vector<Method> Methods(const Problem& problem) {
           {"hpod TPE + ASHA bootstrap 5", "{name: tpe}", asha_bootstrap},
           {"hpod random + ASHA predictive rungs", "random", asha_predictive},
           {"hpod TPE + ASHA predictive rungs", "{name: tpe}", asha_predictive},
-          {"hpod TPE + ASHA bootstrap 5, rungs off once shown not to predict", "{name: tpe}",
+          {"hpod TPE + ASHA bootstrap 5 (rungs off once shown not to predict)", "{name: tpe}",
            asha_predictive_stop},
-          {"hpod random + ASHA bootstrap 5, rungs off once shown not to predict", "random",
+          {"hpod random + ASHA bootstrap 5 (rungs off once shown not to predict)", "random",
            asha_predictive_stop}};
 }
 
