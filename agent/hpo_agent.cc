@@ -9,11 +9,15 @@
 //
 // It reads HPO_AGENT_TOKEN (its allocation's own token), SLURM_JOB_ID, HPO_ENDPOINT_FILE (where
 // hpod says it listens, read again at each reconnect, so that the agent follows a moved hpod),
-// HPO_ENDPOINT (used while that file says nothing) and HPO_TLS_CA.
+// HPO_ENDPOINT (used while that file says nothing), HPO_TLS_CA_DATA (the CA hpod's certificate must
+// chain to) and HPO_UMASK. It never sends its token: each call carries a proof of it, and it obeys
+// only an answer that carries hpod's (common/proofs.h); a stranger at hpod's address is logged and
+// ignored, and the steps go on.
 //
 // What it started and saw end is written to DIR/JOB.journal (default: next to the endpoint
-// file, in DATA_DIR/agents; the node's /tmp where that cannot be written), and what it does to
-// DIR/JOB.log, before it tells hpod: an agent started again in the same allocation
+// file, in DATA_DIR/agents; where that cannot be written, a private directory it makes under the
+// job's $TMPDIR), and what it does to DIR/JOB.log, both its own files (never through a link),
+// before it tells hpod: an agent started again in the same allocation
 // (a requeued job) never starts a step twice, and reports the outcome of those it started, from
 // the trial directory's exit record.
 //
@@ -26,7 +30,9 @@
 // heard from hpod for --silence, it takes no more orders, lets its steps finish, and ends, which
 // ends the allocation.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -35,6 +41,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +52,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -56,6 +65,8 @@
 #include "common/duration.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/proofs.h"
+#include "common/token.h"
 #include "grpcpp/grpcpp.h"
 #include "hpo/v1/hpo.grpc.pb.h"
 
@@ -68,6 +79,44 @@ void Log(const std::string& line) {
   std::string stamp = absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::Now(), absl::LocalTimeZone());
   std::fprintf(stderr, "%s hpo-agent: %s\n", stamp.c_str(), line.c_str());
   std::fflush(stderr);
+}
+
+// Opens `path` to append to it, as this user's own regular file: never through a symbolic link,
+// never a file someone else made or may read. -1 (errno set) otherwise.
+int OpenPrivate(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0) {
+    ::close(fd);
+    errno = EPERM;
+    return -1;
+  }
+  return fd;
+}
+
+// Where the agent of allocation `job` keeps its journal and log when the data directory cannot
+// be written from its node: a directory of its own under the job's $TMPDIR (else /tmp), made by
+// mkdtemp (mode 0700). An agent started again in the same allocation finds the one an earlier
+// agent made: owned by this user, mode 0700, a directory and not a link; nothing else is taken.
+std::string PrivateTempDir(uint32_t job) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  std::string prefix = absl::StrCat("hpo-agent-", job, ".");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, prefix)) continue;
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == ::geteuid() && (st.st_mode & 0777) == 0700) {
+      return entry.path().string();
+    }
+  }
+  std::string path = absl::StrCat(base, "/", prefix, "XXXXXX");
+  if (::mkdtemp(path.data()) == nullptr) return "";
+  return path;
 }
 
 // A step the agent started.
@@ -130,7 +179,10 @@ class Journal {
   }
 
   void Append(const std::string& line) {
-    if (file_ == nullptr) file_ = std::fopen(path_.c_str(), "a");
+    if (file_ == nullptr) {
+      int fd = OpenPrivate(path_);
+      if (fd >= 0) file_ = ::fdopen(fd, "a");
+    }
     if (file_ == nullptr) {
       Log(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
       return;
@@ -171,6 +223,7 @@ class Agent {
     absl::Duration backoff = absl::ZeroDuration();
     bool draining = false;
     bool failing = false;
+    absl::StatusCode failure = absl::StatusCode::kOk;
     bool released = false;  // hpod is done with this allocation
     while (true) {
       Reap();
@@ -198,12 +251,16 @@ class Agent {
       }
       if (!resp.ok()) {
         if (absl::IsCancelled(resp.status())) continue;  // a step ended: say so at once
-        if (!failing) {
-          Log(absl::StrCat(absl::IsUnauthenticated(resp.status()) ? "hpod refuses this agent: "
-                                                                  : "hpod does not answer: ",
+        // Once a streak, and again when the kind of miss changes (hpod gone, then a stranger at
+        // its address).
+        if (!failing || resp.status().code() != failure) {
+          Log(absl::StrCat(absl::IsUnauthenticated(resp.status())    ? "hpod refuses this agent: "
+                           : absl::IsPermissionDenied(resp.status()) ? ""
+                                                                     : "hpod does not answer: ",
                            resp.status().message()));
         }
         failing = true;
+        failure = resp.status().code();
         // A host that refuses at once is tried again every second (hpod restarting); one whose
         // calls run into their deadline, less and less often.
         bool quick = absl::Now() - sent < absl::Seconds(1);
@@ -288,7 +345,8 @@ class Agent {
           absl::StrCat("no endpoint yet (", options_.endpoint_file, " is empty or missing)"));
     }
     if (endpoint != endpoint_ || stub_ == nullptr) {
-      if (!endpoint_.empty()) Log(absl::StrCat("hpod moved: ", endpoint_, " -> ", endpoint));
+      if (!endpoint_.empty() && endpoint != endpoint_)
+        Log(absl::StrCat("hpod moved: ", endpoint_, " -> ", endpoint));
       endpoint_ = endpoint;
       stub_ = hpo::v1::AgentService::NewStub(
           hpo::client::ComputeNodeChannel(endpoint_, options_.tls_ca_pem));
@@ -311,8 +369,16 @@ class Agent {
       s->set_term_signal(run.outcome.term_signal);
       s->set_exec_errno(run.outcome.exec_errno);
     }
+    // The token never leaves this node: the call carries a proof of it, and only an answer with
+    // hpod's proof over this call's nonce is obeyed.
+    req.set_nonce(hpo::RandomHex(16));
+    last_sent_ms_ = std::max(absl::ToUnixMillis(absl::Now()), last_sent_ms_ + 1);
+    req.set_sent_unix_ms(last_sent_ms_);
+    hpo::v1::AgentEnvelope call;
+    call.set_job_id(options_.job_id);
+    call.set_body(req.SerializeAsString());
+    call.set_mac(hpo::AgentRequestMac(options_.token, call.body()));
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + options_.token);
     ctx.set_deadline(hpo::client::Deadline(absl::Milliseconds(wait_ms) + absl::Seconds(10)));
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -322,14 +388,38 @@ class Agent {
       }
       call_ = &ctx;
     }
-    hpo::v1::AgentSyncResponse resp;
-    grpc::Status status = stub_->AgentSync(&ctx, req, &resp);
+    hpo::v1::AgentEnvelope answer;
+    grpc::Status status = stub_->AgentCall(&ctx, call, &answer);
     {
       std::lock_guard<std::mutex> lock(mu_);
       call_ = nullptr;
       woken_ = false;
     }
-    if (!status.ok()) return hpo::client::FromGrpc(status);
+    if (!status.ok()) {
+      // The next call goes on a new connection: a channel whose TLS connection broke under a
+      // held call (hpod killed) was seen failing every handshake with the hpod that came back.
+      stub_.reset();
+      absl::Status error = hpo::client::FromGrpc(status);
+      // Only a proven answer ends the allocation (see below); a bare refusal of that kind may
+      // come from anyone.
+      if (absl::IsFailedPrecondition(error)) return absl::UnavailableError(error.message());
+      return error;
+    }
+    if (!hpo::ProofsEqual(answer.mac(),
+                          hpo::AgentReplyMac(options_.token, req.nonce(), answer.body()))) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "the server at ", endpoint_,
+          " answered without proof that it is hpod (it does not hold this allocation's token): "
+          "its answer is ignored, no order of it is run, and the steps go on"));
+    }
+    hpo::v1::AgentSyncResponse resp;
+    if (!resp.ParseFromString(answer.body())) {
+      return absl::InternalError("hpod's answer cannot be read");
+    }
+    if (resp.released()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("hpod released allocation ", options_.job_id));
+    }
     return resp;
   }
 
@@ -405,6 +495,7 @@ class Agent {
   std::set<Key> launched_;  // every step it started: never started again
   std::string epoch_;
   uint64_t applied_ = 0;
+  int64_t last_sent_ms_ = 0;  // the time of the last call, which the next one's exceeds
   std::string endpoint_;
   std::unique_ptr<hpo::v1::AgentService::Stub> stub_;
   std::mutex mu_;
@@ -426,6 +517,12 @@ int main(int argc, char** argv) {
   app.add_option("--dir", dir, "where its journal and log go (default: DATA_DIR/agents)");
   CLI11_PARSE(app, argc, argv);
 
+  // What it writes (its journal and log) and what its steps write are private, or the group's,
+  // as hpod says.
+  const char* bits = std::getenv(hpo::layout::kUmaskEnv);
+  ::umask(bits != nullptr && *bits != '\0'
+              ? static_cast<mode_t>(std::strtoul(bits, nullptr, 8) & 0777)
+              : static_cast<mode_t>(hpo::layout::kPrivateUmask));
   Agent::Options options;
   absl::StatusOr<absl::Duration> parsed = hpo::ParseDuration(silence);
   if (!parsed.ok() || *parsed <= absl::ZeroDuration()) {
@@ -459,17 +556,23 @@ int main(int argc, char** argv) {
   if (dir.empty() && !options.endpoint_file.empty()) {
     dir = hpo::DirName(options.endpoint_file) + "/" + hpo::layout::kAgentsDir;
   }
-  // Where this node cannot write (a data directory on the login node's own disk): its /tmp.
+  // Where this node cannot write (a data directory on the login node's own disk): a private
+  // directory of its own under the job's $TMPDIR.
   std::string wanted = dir;
   if (dir.empty() || !hpo::MakeDirs(dir, 0700).ok() || ::access(dir.c_str(), W_OK) != 0) {
-    dir = "/tmp";
+    dir = PrivateTempDir(options.job_id);
+    if (dir.empty()) {
+      Log(absl::StrCat("cannot write to ", wanted,
+                       " nor make a private directory under $TMPDIR: ", std::strerror(errno)));
+      return 1;
+    }
   }
   options.journal = absl::StrCat(dir, "/", options.job_id, hpo::layout::kAgentJournalSuffix);
   // Its log beside the journal (the batch job's own output goes nowhere).
   std::string log = absl::StrCat(dir, "/", options.job_id, hpo::layout::kAgentLogSuffix);
-  if (FILE* f = std::fopen(log.c_str(), "a")) {
-    ::dup2(fileno(f), STDERR_FILENO);
-    std::fclose(f);
+  if (int fd = OpenPrivate(log); fd >= 0) {
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
   }
   if (dir != wanted) Log(absl::StrCat("cannot write to ", wanted, "; journal and log in ", dir));
 

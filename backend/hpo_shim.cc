@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,6 +118,10 @@ int main(int argc, char** argv) {
   }
   const hpo::layout::TrialDir dir(argv[1]);
   char** command = argv + 3;
+  // What the trial writes is private (or its group's) wherever it runs: hpod says which.
+  if (const char* bits = std::getenv(hpo::layout::kUmaskEnv); bits != nullptr && *bits != '\0') {
+    ::umask(static_cast<mode_t>(std::strtoul(bits, nullptr, 8) & 0777));
+  }
   // Handlers, not SIG_IGN: exec resets handled signals to their defaults in the command, while
   // ignored ones would stay ignored. Installed before fork, so no signal falls in between. hpod
   // starts the shim with these signals blocked (Spawn), so one sent before now is pending, and

@@ -53,6 +53,8 @@ class BenchDaemon {
       return false;
     }
     endpoint_ = std::string(absl::StripAsciiWhitespace(*endpoint));
+    // The CA its TCP address proves itself with (none with --insecure-listen).
+    tls_ca_pem_ = ReadFile(dir.tls_ca_path()).value_or("");
     return true;
   }
   // SIGTERM, then waits for it.
@@ -71,11 +73,12 @@ class BenchDaemon {
   DataDir dir() const { return DataDir(data_); }
   const std::string& data() const { return data_; }
   const std::string& endpoint() const { return endpoint_; }
+  const std::string& tls_ca_pem() const { return tls_ca_pem_; }
   pid_t pid() const { return pid_; }
   const std::string& error() const { return error_; }
 
  private:
-  std::string data_, endpoint_, error_;
+  std::string data_, endpoint_, tls_ca_pem_, error_;
   pid_t pid_ = 0;
 };
 

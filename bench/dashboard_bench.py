@@ -61,7 +61,9 @@ class Filler:
     def __init__(self, data, sweep):
         self.sweep = sweep
         endpoint = read(os.path.join(data, "endpoint"))
-        self.channel = grpc.insecure_channel(endpoint)
+        with open(os.path.join(data, "tls-ca.pem"), "rb") as f:  # hpod's own CA
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        self.channel = grpc.secure_channel(endpoint, creds)
         self.hpo = hpo_pb2_grpc.HpoServiceStub(self.channel)
         self.reports = hpo_pb2_grpc.ReportServiceStub(self.channel)
         self.auth = (("authorization", "Bearer " + read(os.path.join(data, "token"))),)

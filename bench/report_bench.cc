@@ -37,6 +37,7 @@
 #include "client/client.h"
 #include "common/data_dir.h"
 #include "common/files.h"
+#include "common/proofs.h"
 #include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "hpo/v1/hpo.grpc.pb.h"
@@ -48,6 +49,13 @@ using Clock = std::chrono::steady_clock;
 struct Creds {
   int64_t trial_id;
   std::string token;
+};
+
+// Where the load goes: hpod's TCP address, and the CA it proves itself with (TLS, as trials
+// reach it; "" for an hpod started with --insecure-listen).
+struct Target {
+  std::string endpoint;
+  std::string tls_ca_pem;
 };
 
 struct Result {
@@ -101,7 +109,7 @@ class LoadGenerator {
   // interval. Paced latencies count from when a report was due, not from when it went out, so a
   // trial held back by a slow answer (or a late generator) shows as latency (no coordinated
   // omission).
-  LoadGenerator(const std::string& endpoint, const std::vector<Creds>& creds, int k, Rpc rpc,
+  LoadGenerator(const Target& target, const std::vector<Creds>& creds, int k, Rpc rpc,
                 int64_t first_step, Clock::duration interval = Clock::duration::zero())
       : rpc_(rpc), interval_(interval) {
     for (int i = 0; i < k; ++i) {
@@ -110,7 +118,8 @@ class LoadGenerator {
       t->step = first_step;
       grpc::ChannelArguments args;
       LoadGeneratorArgs(args);
-      t->channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+      t->channel = grpc::CreateCustomChannel(
+          target.endpoint, hpo::client::ChannelCredentials(target.tls_ca_pem), args);
       t->stub = hpo::v1::ReportService::NewStub(t->channel);
       t->channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5));
       trials_.push_back(std::move(t));
@@ -166,15 +175,16 @@ class LoadGenerator {
     std::vector<double> latencies_ms;
   };
 
-  void NewContext(Trial& t) {
-    t.ctx = std::make_unique<grpc::ClientContext>();
-    t.ctx->AddMetadata("authorization", "Bearer " + t.creds.token);
-  }
+  // As a trial's reporter calls: no token sent, each report proven with it (common/proofs.h).
+  void NewContext(Trial& t) { t.ctx = std::make_unique<grpc::ClientContext>(); }
   void Prepare(Trial& t) {
     t.req.Clear();
     t.req.set_trial_id(t.creds.trial_id);
     t.req.set_step(++t.step);
-    (*t.req.mutable_metrics())["loss"] = 1.0 / static_cast<double>(t.step);
+    double loss = 1.0 / static_cast<double>(t.step);
+    (*t.req.mutable_metrics())["loss"] = loss;
+    t.req.set_proof(hpo::ReportProof(t.creds.token, t.creds.trial_id, t.step, 0, std::nullopt,
+                                     {{"loss", loss}}));
     t.measured = measuring_->load(std::memory_order_relaxed);
     t.sent = Paced() ? t.next : Clock::now();
   }
@@ -314,13 +324,13 @@ class LoadGenerator {
 
 // Runs `k` virtual trials on `rpc` for `seconds` after a 1 s warm-up.
 // `rate` > 0: the trials together offer `rate` reports/s (each k/rate apart), else closed loop.
-Result Measure(const std::string& endpoint, const std::vector<Creds>& creds, int k, double seconds,
+Result Measure(const Target& target, const std::vector<Creds>& creds, int k, double seconds,
                LoadGenerator::Rpc rpc, int64_t first_step, double rate, pid_t daemon,
                int64_t* acknowledged) {
   auto interval = rate > 0 ? std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(static_cast<double>(k) / rate))
                            : Clock::duration::zero();
-  LoadGenerator gen(endpoint, creds, k, rpc, first_step, interval);
+  LoadGenerator gen(target, creds, k, rpc, first_step, interval);
   std::atomic<bool> stop{false}, measuring{false};
   std::thread driver([&] { gen.Run(stop, measuring); });
   std::this_thread::sleep_for(std::chrono::seconds(1));  // warm-up
@@ -370,11 +380,11 @@ struct Soak {
 };
 
 // `k` trials, each reporting at `hz` for `seconds`; hpod's RSS every 10 s.
-Soak RunSoak(const std::string& endpoint, const std::vector<Creds>& creds, int k, double hz,
+Soak RunSoak(const Target& target, const std::vector<Creds>& creds, int k, double hz,
              double seconds, pid_t daemon, int64_t* acknowledged) {
   auto interval =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / hz));
-  LoadGenerator gen(endpoint, creds, k, LoadGenerator::Rpc::kUnary, 0, interval);
+  LoadGenerator gen(target, creds, k, LoadGenerator::Rpc::kUnary, 0, interval);
   std::atomic<bool> stop{false}, measuring{true};
   Soak out;
   auto t0 = Clock::now();
@@ -483,7 +493,7 @@ int main(int argc, char** argv) {
   if (!hpod.Start("report", daemon_args)) Die(hpod.error());
   const std::string& data = hpod.data();
   hpo::DataDir dir = hpod.dir();
-  const std::string& endpoint = hpod.endpoint();
+  const Target target{hpod.endpoint(), hpod.tls_ca_pem()};
   pid_t daemon = hpod.pid();
   hpo::client::Client client(dir.socket_target(), *dir.ReadToken());
 
@@ -516,8 +526,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, Result>> results;
   int64_t acknowledged = 0;
   if (soak_seconds > 0) {
-    Soak soak =
-        RunSoak(endpoint, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
+    Soak soak = RunSoak(target, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
     (void)client.Cancel(sweep->id());
     int64_t stored = CountReports(dir.db_path());
     const Result& r = soak.r;
@@ -555,14 +564,14 @@ int main(int argc, char** argv) {
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
       results.emplace_back(
-          rpc, Measure(endpoint, creds, k, seconds, kind, first_step, 0, daemon, &acknowledged));
+          rpc, Measure(target, creds, k, seconds, kind, first_step, 0, daemon, &acknowledged));
     }
     // Open loop at the largest client count: the latency at a given load, not at saturation.
     for (double rate : offered) {
       int64_t first_step = static_cast<int64_t>(results.size()) * 1'000'000'000;
       auto kind = rpc == "unary" ? LoadGenerator::Rpc::kUnary : LoadGenerator::Rpc::kStream;
-      results.emplace_back(rpc, Measure(endpoint, creds, max_clients, seconds, kind, first_step,
-                                        rate, daemon, &acknowledged));
+      results.emplace_back(rpc, Measure(target, creds, max_clients, seconds, kind, first_step, rate,
+                                        daemon, &acknowledged));
     }
   }
   (void)client.Cancel(sweep->id());

@@ -135,7 +135,8 @@ AskPath MeasureAskPath(int history, int repeats) {
       return out;
     }
     if (i >= history) ms.push_back(took);
-    hpo::client::TrialReporter reporter(hpod.endpoint(), asked->trial().id(), asked->token());
+    hpo::client::TrialReporter reporter(hpod.endpoint(), asked->trial().id(), asked->token(), "",
+                                        hpod.tls_ca_pem());
     auto reported = reporter.Report(1, {{"loss", Score(asked->trial())}}, absl::Seconds(30));
     hpo::v1::TellRequest tell;
     tell.set_trial_id(asked->trial().id());

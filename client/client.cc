@@ -15,8 +15,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/address.h"
+#include "common/crypto.h"
 #include "common/daemon_lock.h"
 #include "common/data_dir.h"
 #include "common/files.h"
@@ -56,6 +59,14 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& 
 }
 
 absl::StatusOr<std::string> TlsCaFromEnvironment() {
+  if (const char* data = std::getenv(kTlsCaDataEnv); data != nullptr && *data != '\0') {
+    std::string pem;
+    if (!Base64Decode(absl::StripAsciiWhitespace(data), &pem)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kTlsCaDataEnv, " is not base64 (of a PEM CA certificate)"));
+    }
+    return pem;
+  }
   const char* path = std::getenv("HPO_TLS_CA");
   if (path == nullptr || *path == '\0') return std::string();
   absl::StatusOr<std::string> pem = ReadFile(path);
@@ -99,6 +110,15 @@ absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) 
         absl::StrCat("HPO_SERVER is ", server, ": set HPO_TOKEN or HPO_TOKEN_FILE to your token"));
   }
   ASSIGN_OR_RETURN(std::string ca, TlsCaFromEnvironment());
+  if (ca.empty() && !absl::StartsWith(server, "unix:") && !ClearTextAllowed()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "HPO_SERVER is ", server,
+        ": hpod serves its TCP address over TLS with a CA of its own, and hpo sends your token "
+        "only to the server that CA vouches for: set HPO_TLS_CA to a copy of that hpod's "
+        "DATA_DIR/tls-ca.pem. (An hpod started with --insecure-listen serves clear text: "
+        "HPO_INSECURE=1 lets hpo send your token there, where anyone who can read the network or "
+        "take hpod's port while it is down gets it.)"));
+  }
   auto c = std::make_unique<Client>(server, token, ca);
   if (!c->Healthy(absl::Seconds(5))) {
     return absl::UnavailableError(
@@ -106,6 +126,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::FromEnvironment(bool autostart) 
                      ca.empty() ? "" : " over TLS (check HPO_TLS_CA and the server's name)"));
   }
   return c;
+}
+
+bool ClearTextAllowed() {
+  const char* v = std::getenv("HPO_INSECURE");
+  return v != nullptr && std::string(v) == "1";
 }
 
 namespace {
@@ -126,8 +151,10 @@ bool KilledHere(const DataDir& dir) {
 }
 
 // hpod of `dir`, if it answers: on its Unix socket (this host), else at the TCP endpoint it
-// wrote (another host that shares the directory: hpod run as a Slurm job).
-std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) {
+// wrote (another host that shares the directory: hpod run as a Slurm job), over TLS trusting
+// the CA it keeps there. `why` (when given) says why hpo did not call that endpoint.
+std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait,
+                                       std::string* why = nullptr) {
   absl::StatusOr<std::string> token = dir.ReadToken();
   if (!token.ok()) return nullptr;
   // An hpod of this host that was killed left its socket and endpoint: nothing answers there,
@@ -148,6 +175,18 @@ std::unique_ptr<Client> ConnectDataDir(const DataDir& dir, absl::Duration wait) 
   }
   absl::StatusOr<std::string> ca = DataDirTlsCa(dir);
   if (!ca.ok()) return nullptr;
+  if (ca->empty() && !ClearTextAllowed()) {
+    // No tls-ca.pem: that hpod serves clear text (--insecure-listen), where whoever holds its
+    // port would get the token.
+    if (why != nullptr) {
+      *why = absl::StrCat(
+          "hpod of ", dir.root(), " listens at ", endpoint,
+          " in clear text (--insecure-listen), and hpo sends your token over the network only "
+          "with TLS; HPO_INSECURE=1 sends it anyway (anyone who can read the network or take "
+          "hpod's port while it is down gets it), or run hpo on hpod's host");
+    }
+    return nullptr;
+  }
   auto c = std::make_unique<Client>(endpoint, *token, *ca);
   if (c->Healthy(wait)) return c;
   return nullptr;
@@ -161,7 +200,9 @@ std::string Describe(const LockHolder& h) {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
   DataDir dir = DataDir::FromEnvironment();
-  if (auto c = ConnectDataDir(dir, absl::Seconds(2))) return c;
+  std::string why;
+  if (auto c = ConnectDataDir(dir, absl::Seconds(2), &why)) return c;
+  if (!why.empty()) return absl::FailedPreconditionError(why);
   // One that holds the directory but does not answer (starting or stopping, or unreachable from
   // here): starting another would only meet its lock.
   if (std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
@@ -175,6 +216,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Local(bool autostart) {
   if (!autostart) {
     return absl::UnavailableError(absl::StrCat("no hpod answers at ", dir.socket_path(),
                                                " (start one with `hpo daemon start`)"));
+  }
+  // The data directory's hpod runs as a Slurm job: another one here would be another hpod.
+  if (absl::StatusOr<std::map<std::string, std::string>> kept = KeptOptions();
+      kept.ok() && kept->count("as-job")) {
+    return absl::UnavailableError(absl::StrCat(
+        "hpod of ", dir.root(), " runs as a Slurm job (", dir.config_path(),
+        ") and none serves now: `hpo daemon start` submits its job again (or its scrontab line "
+        "will); `squeue --name=hpod` shows a job that is still queued"));
   }
   if (absl::Status s = StartDaemon(absl::Seconds(20)); !s.ok()) return s;
   if (auto c = ConnectDataDir(dir, absl::Seconds(2))) return c;
@@ -337,7 +386,7 @@ std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
 
 // hpod checks its flags first, so that a typo is told here and nothing starts.
 absl::Status CheckHpodFlags(const std::string& hpod, const std::vector<std::string>& args) {
-  if (args.empty()) return absl::OkStatus();
+  // Also without options: the data directory's hpod.yaml is read and checked.
   std::vector<std::string> argv = {hpod, "--check-flags"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto [rc, said] = RunCommand(argv);
@@ -361,6 +410,22 @@ bool HasOption(const std::vector<std::string>& args, const std::string& name) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::map<std::string, std::string>> KeptOptions() {
+  auto [rc, said] = RunCommand({HpodPath(), "--show-config"});
+  if (rc != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hpod cannot read its options: ", absl::StripAsciiWhitespace(said)));
+  }
+  std::map<std::string, std::string> out;
+  for (absl::string_view line : absl::StrSplit(said, '\n', absl::SkipEmpty())) {
+    size_t eq = line.find('=');
+    if (eq != absl::string_view::npos) {
+      out[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+    }
+  }
+  return out;
+}
 
 absl::Status StartDaemon(absl::Duration timeout, const std::vector<std::string>& extra_args) {
   DataDir dir = DataDir::FromEnvironment();
@@ -412,11 +477,25 @@ absl::StatusOr<DaemonJob> StartDaemonAsJob(const std::vector<std::string>& sbatc
   DataDir dir = DataDir::FromEnvironment();
   RETURN_IF_ERROR(dir.Create());
   std::string hpod = HpodPath();
+  ASSIGN_OR_RETURN(auto kept, KeptOptions());
   std::vector<std::string> args = hpod_args;
-  // Reached from the login nodes and the allocations' agents: not on loopback.
-  if (!HasOption(args, "--listen")) args.push_back("--listen=0.0.0.0:0");
-  if (!HasOption(args, "--keep-trials-on-term")) args.push_back("--keep-trials-on-term");
+  // Reached from the login nodes and the allocations' agents (not on loopback), and its job's end
+  // a move: unless its configuration says otherwise already.
+  if (!HasOption(args, "--listen") && !kept.count("listen")) args.push_back("--listen=0.0.0.0:0");
+  if (!HasOption(args, "--keep-trials-on-term") && !kept.count("keep-trials-on-term")) {
+    args.push_back("--keep-trials-on-term");
+  }
+  std::string as_job = absl::StrJoin(sbatch_args, " ");
+  if (!kept.count("as-job") || kept["as-job"] != as_job) args.push_back("--as-job=" + as_job);
+  // The configuration first (DATA_DIR/hpod.yaml: every start of the job reads it), checked by
+  // hpod: a typo or an option that contradicts it is told now and nothing is submitted.
   RETURN_IF_ERROR(CheckHpodFlags(hpod, args));
+  std::vector<std::string> configure = {hpod, "--configure"};
+  configure.insert(configure.end(), args.begin(), args.end());
+  if (auto [rc, said] = RunCommand(configure); rc != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hpod cannot keep its options: ", absl::StripAsciiWhitespace(said)));
+  }
   std::string out = dir.root() + "/hpod-job.out";
   std::string script = absl::StrCat(
       "#!/bin/bash\n"
@@ -424,7 +503,8 @@ absl::StatusOr<DaemonJob> StartDaemonAsJob(const std::vector<std::string>& sbatc
       dir.root(),
       ", written by `hpo daemon start --as-job`.\n"
       "# Submit it again (sbatch, or a scrontab line: docs/operations.md) to start hpod\n"
-      "# wherever Slurm places it; the sweeps and their trials go on.\n"
+      "# wherever Slurm places it; the sweeps and their trials go on. Its options are in\n"
+      "# hpod.yaml beside it.\n"
       "#SBATCH --job-name=hpod\n"
       "#SBATCH --ntasks=1\n"
       "#SBATCH --output=",
@@ -433,9 +513,7 @@ absl::StatusOr<DaemonJob> StartDaemonAsJob(const std::vector<std::string>& sbatc
       "#SBATCH --open-mode=append\n"
       "exec ",
       ShellQuote(hpod), " ", ShellQuote("--data-dir=" + dir.root()), " ",
-      ShellQuote("--log-file=" + dir.log_path()));
-  for (const std::string& a : args) absl::StrAppend(&script, " ", ShellQuote(a));
-  absl::StrAppend(&script, "\n");
+      ShellQuote("--log-file=" + dir.log_path()), "\n");
   RETURN_IF_ERROR(WriteFileAtomic(dir.daemon_job_script_path(), script, 0700));
   std::vector<std::string> sbatch = {"sbatch", "--parsable"};
   sbatch.insert(sbatch.end(), sbatch_args.begin(), sbatch_args.end());

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -85,14 +86,17 @@ struct DaemonJob {
   std::string host;      // where, when running
   std::string state;     // Slurm's state of the job when not yet running (e.g. PENDING)
 };
-// Writes DATA_DIR/hpod-job.sh, a batch script that runs hpod for the data directory with
-// `hpod_args` (listening on 0.0.0.0:0 unless they say --listen, and leaving the trials running
-// when its job ends), submits it with `sbatch_args`, and waits up to `wait` for it to answer.
+// Keeps `hpod_args` and `--as-job=SBATCH_ARGS` in DATA_DIR/hpod.yaml (listening on 0.0.0.0:0
+// and leaving the trials running when its job ends, unless they or hpod.yaml say otherwise),
+// writes DATA_DIR/hpod-job.sh, a batch script that runs hpod for the data directory, submits it
+// with `sbatch_args`, and waits up to `wait` for it to answer.
 // A job still queued then is no error (running false). FAILED_PRECONDITION when sbatch refuses
 // it, INVALID_ARGUMENT when hpod refuses the options, UNAVAILABLE when the job ended unserved.
 [[nodiscard]] absl::StatusOr<DaemonJob> StartDaemonAsJob(
     const std::vector<std::string>& sbatch_args, const std::vector<std::string>& hpod_args,
     absl::Duration wait);
+// The options the data directory's hpod.yaml keeps (`hpod --show-config`), name -> value.
+[[nodiscard]] absl::StatusOr<std::map<std::string, std::string>> KeptOptions();
 // Sends SIGTERM to the data directory's hpod (SIGUSR1 with `keep_trials`: it leaves its trials
 // running for the next start to re-adopt) and waits until it is gone. hpod run as a Slurm job
 // gets SIGINT or SIGUSR1 through `scancel --batch`, from any host.
@@ -105,7 +109,12 @@ struct DaemonJob {
 // unset; FAILED_PRECONDITION when it cannot be read).
 std::chrono::system_clock::time_point Deadline(absl::Duration d);
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& tls_ca_pem);
+// The CA to trust: $HPO_TLS_CA_DATA (base64 of its PEM: what trials and agents get at launch),
+// else the PEM file $HPO_TLS_CA.
 [[nodiscard]] absl::StatusOr<std::string> TlsCaFromEnvironment();
+// Whether HPO_INSECURE=1 lets hpo send the user's token over a clear-text TCP connection (to an
+// hpod started with --insecure-listen).
+bool ClearTextAllowed();
 // A channel for the calls of programs on compute nodes (trials' reporters, hpo-agent), which
 // keep their own pace after a miss: it only has to reconnect quickly once hpod is back (gRPC's
 // own backoff grows to two minutes).

@@ -11,6 +11,7 @@
 #include "common/duration.h"
 #include "common/files.h"
 #include "common/fingerprint.h"
+#include "common/proofs.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 
@@ -113,13 +114,35 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Send(const JournalEntry& e,
   if (e.step) req.set_step(*e.step);
   for (const auto& [k, v] : e.metrics) (*req.mutable_metrics())[k] = v;
   req.set_report_id(e.id);
-  req.set_time(absl::ToDoubleSeconds(e.time - absl::UnixEpoch()));
+  double made = absl::ToDoubleSeconds(e.time - absl::UnixEpoch());
+  req.set_time(made);
+  // The token never leaves the trial: the report carries a proof of it, and hpod's answer one of
+  // its own, so that whatever answers at hpod's address while hpod is away learns nothing and is
+  // not believed.
+  req.set_proof(ReportProof(token_, trial_id_, e.step, e.id, made, e.metrics));
   grpc::ClientContext ctx;
-  ctx.AddMetadata("authorization", "Bearer " + token_);
   ctx.set_deadline(Deadline(timeout));
   v1::ReportResponse resp;
   grpc::Status s = stub_->Report(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s);
+  if (!s.ok()) {
+    absl::Status status = FromGrpc(s);
+    if (Unreached(status)) return status;
+    const auto& trailing = ctx.GetServerTrailingMetadata();
+    auto proof = trailing.find(kRefusalProofKey);
+    if (proof != trailing.end() &&
+        ProofsEqual(std::string(proof->second.data(), proof->second.size()),
+                    ReportRefusalProof(token_, req.proof(), static_cast<int>(s.error_code())))) {
+      return status;  // hpod's own refusal
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "the server at ", endpoint_, " refused the report without proof that it is hpod (",
+        status.message(), "); the report waits"));
+  }
+  if (!ProofsEqual(resp.proof(),
+                   ReportReplyProof(token_, req.proof(), resp.action(), resp.step()))) {
+    return absl::UnavailableError(absl::StrCat(
+        "the server at ", endpoint_, " answered without proof that it is hpod; the report waits"));
+  }
   return resp;
 }
 
@@ -143,6 +166,11 @@ void TrialReporter::Missed(absl::Duration took) {
   if (journal_) (void)journal_->WriteCursor(cursor_);
 }
 
+void TrialReporter::Reconnect() {
+  channel_ = ComputeNodeChannel(endpoint_, tls_ca_pem_);
+  stub_ = v1::ReportService::NewStub(channel_);
+}
+
 bool TrialReporter::FollowEndpoint() {
   if (endpoint_file_.empty()) return false;
   absl::StatusOr<std::string> text = ReadFile(endpoint_file_);
@@ -150,8 +178,7 @@ bool TrialReporter::FollowEndpoint() {
   std::string now(absl::StripAsciiWhitespace(*text));
   if (now.empty() || now == endpoint_) return false;
   endpoint_ = now;
-  channel_ = ComputeNodeChannel(endpoint_, tls_ca_pem_);
-  stub_ = v1::ReportService::NewStub(channel_);
+  Reconnect();
   return true;
 }
 
@@ -179,6 +206,7 @@ absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration ti
         followed = true;
         continue;
       }
+      Reconnect();  // the next try on a new connection, to whichever hpod answers then
       Missed(absl::Now() - sent);
       out.missed = reply.status();
       break;

@@ -89,6 +89,8 @@ class TrialReporter {
 
   // After a miss: true when the endpoint file names another address, now this one's.
   bool FollowEndpoint();
+  // A new channel to endpoint_.
+  void Reconnect();
 
   std::mutex deliver_mu_;  // one delivery at a time (it may replace the channel)
   std::string endpoint_, endpoint_file_, tls_ca_pem_;

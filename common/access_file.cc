@@ -1,5 +1,6 @@
 #include "common/access_file.h"
 
+#include <cmath>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -38,8 +39,14 @@ absl::StatusOr<AccessFile> ParseAccessFile(absl::string_view text) {
       if (!absl::SimpleAtoi(words[1], &id) || id <= 0) return bad("'sweep' takes a sweep id");
       if (absl::Status s = CheckRoleName(words[2], true); !s.ok()) return bad(s.message());
       access.sweeps[id] = std::string(words[2]);
+    } else if (words[0] == "max_extend_gpu_hours" && words.size() == 2) {
+      double hours = 0;
+      if (!absl::SimpleAtod(words[1], &hours) || !std::isfinite(hours) || hours < 0) {
+        return bad("'max_extend_gpu_hours' takes a number of GPU-hours, 0 or more");
+      }
+      access.max_extend_gpu_hours = hours;
     } else {
-      return bad("give 'role ROLE' or 'sweep ID ROLE'");
+      return bad("give 'role ROLE', 'sweep ID ROLE' or 'max_extend_gpu_hours HOURS'");
     }
   }
   return access;
@@ -48,6 +55,9 @@ absl::StatusOr<AccessFile> ParseAccessFile(absl::string_view text) {
 std::string AccessFileText(const AccessFile& access) {
   std::string out = absl::StrCat("role ", access.role, "\n");
   for (const auto& [id, role] : access.sweeps) absl::StrAppend(&out, "sweep ", id, " ", role, "\n");
+  if (access.max_extend_gpu_hours) {
+    absl::StrAppend(&out, "max_extend_gpu_hours ", *access.max_extend_gpu_hours, "\n");
+  }
   return out;
 }
 

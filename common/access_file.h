@@ -5,9 +5,12 @@
 //
 //   role viewer            the role on every sweep: none | viewer | operator | metrics
 //   sweep 12 operator      a role on one sweep: none | viewer | operator (the stronger counts)
+//   max_extend_gpu_hours 4 the most GPU-hours NAME may add to any one sweep's budget with
+//                          `hpo extend` (over all of NAME's extends of it); none: no cap
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +22,7 @@ namespace hpo {
 struct AccessFile {
   std::string role = "none";
   std::map<int64_t, std::string> sweeps;  // sweep id -> role
+  std::optional<double> max_extend_gpu_hours;
 };
 
 // INVALID_ARGUMENT naming the line for anything but the lines above.

@@ -21,7 +21,9 @@ class DataDir {
   std::string socket_path() const { return File(layout::kSocket); }
   std::string endpoint_path() const { return File(layout::kEndpoint); }
   std::string tcp_port_path() const { return File(layout::kTcpPort); }
+  std::string config_path() const { return File(layout::kConfig); }
   std::string tls_ca_path() const { return File(layout::kTlsCa); }
+  std::string tls_dir() const { return File(layout::kTlsDir); }
   std::string daemon_job_script_path() const { return File(layout::kDaemonJobScript); }
   std::string dashboard_path() const { return File(layout::kDashboard); }
   std::string dashboard_port_path() const { return File(layout::kDashboardPort); }

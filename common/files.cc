@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +36,22 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+mode_t ProcessUmask() {
+  // Read, not set: umask(2) would change it for every thread meanwhile.
+  static const mode_t bits = [] {
+    absl::StatusOr<std::string> status = ReadFile("/proc/self/status");
+    if (status.ok()) {
+      size_t at = status->find("\nUmask:");
+      unsigned long value = 0;
+      if (at != std::string::npos && std::sscanf(status->c_str() + at + 7, "%lo", &value) == 1) {
+        return static_cast<mode_t>(value & 0777);
+      }
+    }
+    return static_cast<mode_t>(022);
+  }();
+  return bits;
+}
+
 absl::Status WriteFileAtomic(const std::string& path, const std::string& data, int mode,
                              bool sync) {
   std::string tmp = path + ".tmp";
@@ -51,7 +68,9 @@ absl::Status WriteFileAtomic(const std::string& path, const std::string& data, i
     }
     off += static_cast<size_t>(n);
   }
-  if (::fchmod(fd, mode) != 0 || (sync && ::fsync(fd) != 0)) {
+  // The mode asked for, as the umask leaves it (also for a leftover .tmp of another mode).
+  if (::fchmod(fd, static_cast<mode_t>(mode) & ~ProcessUmask()) != 0 ||
+      (sync && ::fsync(fd) != 0)) {
     int err = errno;
     ::close(fd);
     return ErrnoError("cannot sync", tmp, err);

@@ -1,6 +1,8 @@
 #pragma once
 // File helpers that report failures as Status with the path in the message.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -10,9 +12,13 @@ namespace hpo {
 
 [[nodiscard]] absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Writes to path.tmp, fsyncs (unless !sync), renames over path. `mode` applies to the new file.
+// Writes to path.tmp, fsyncs (unless !sync), renames over path. `mode`, less the process's umask
+// (ProcessUmask), applies to the new file.
 [[nodiscard]] absl::Status WriteFileAtomic(const std::string& path, const std::string& data,
                                            int mode = 0644, bool sync = true);
+
+// The process's umask (read once, from /proc/self/status; 022 where that does not say).
+mode_t ProcessUmask();
 
 // Creates the directory and its parents with `mode` for the ones it creates.
 [[nodiscard]] absl::Status MakeDirs(const std::string& path, int mode = 0755);

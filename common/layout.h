@@ -6,8 +6,11 @@
 //     hpod.db          the SQLite store (WAL)
 //     hpod.sock        the Unix socket for local clients
 //     endpoint         the TCP address trials, agents and remote clients use ("HOST:PORT")
+//     hpod.yaml        hpod's options, read by every start (server/hpod/hpod_flags.h)
 //     tcp_port         the port of the last run, asked for again at the next start
 //     tls-ca.pem       the CA that clients reaching `endpoint` trust, while hpod serves TLS
+//     tls/             hpod's own CA (ca.pem, ca.key) and the server certificate it signed at
+//                      this start (server.pem, server.key), mode 0700
 //     hpod-job.sh      the batch script of hpod run as a Slurm job (`hpo daemon start --as-job`)
 //     token            the owner's token, mode 0600
 //     users/NAME.token tokens of other users of a shared daemon, mode 0600
@@ -34,7 +37,9 @@ inline constexpr char kDatabase[] = "hpod.db";
 inline constexpr char kSocket[] = "hpod.sock";
 inline constexpr char kEndpoint[] = "endpoint";
 inline constexpr char kTcpPort[] = "tcp_port";
+inline constexpr char kConfig[] = "hpod.yaml";
 inline constexpr char kTlsCa[] = "tls-ca.pem";
+inline constexpr char kTlsDir[] = "tls";
 inline constexpr char kDaemonJobScript[] = "hpod-job.sh";
 // The dashboard's URL while hpod runs, and the port it had (asked for again at the next start).
 inline constexpr char kDashboard[] = "dashboard";
@@ -52,6 +57,13 @@ inline constexpr char kAgentsDir[] = "agents";
 inline constexpr char kAgentTokenSuffix[] = ".token";
 inline constexpr char kAgentJournalSuffix[] = ".journal";
 inline constexpr char kAgentLogSuffix[] = ".log";
+
+// What hpod and its trials make files with: the owner alone reads them (077), or with
+// --share-group the owner's group too (027). hpod passes its choice to the programs it launches
+// elsewhere (hpo-shim, hpo-agent) as HPO_UMASK, in octal.
+inline constexpr unsigned kPrivateUmask = 077;
+inline constexpr unsigned kGroupUmask = 027;
+inline constexpr char kUmaskEnv[] = "HPO_UMASK";
 
 // A trial's directory.
 inline constexpr char kStdout[] = "stdout.log";            // the command's standard output

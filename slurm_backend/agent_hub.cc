@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/proofs.h"
 #include "common/token.h"
 #include "spdlog/spdlog.h"
 
@@ -52,19 +53,33 @@ AgentHub::~AgentHub() {
 }
 
 void AgentHub::Close() {
-  std::vector<grpc::ServerUnaryReactor*> finish;
+  std::vector<Pending*> finish;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     for (auto& [job_id, agent] : agents_) {
       if (!agent.held) continue;
-      AnswerLocked(agent, agent.held->resp);
-      finish.push_back(agent.held->reactor);
+      AnswerLocked(agent, agent.held->call->resp);
+      finish.push_back(agent.held->call);
       agent.held.reset();
     }
   }
   cv_.notify_all();
-  for (grpc::ServerUnaryReactor* r : finish) r->Finish(grpc::Status::OK);
+  for (Pending* call : finish) Finish(call, grpc::Status::OK);
+}
+
+void AgentHub::Finish(Pending* call, grpc::Status status) {
+  if (call->sealed != nullptr && status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    call->resp->set_released(true);  // said in the sealed answer, where an impostor cannot
+    status = grpc::Status::OK;
+  }
+  if (call->sealed != nullptr && status.ok()) {
+    std::string body = call->resp->SerializeAsString();
+    call->sealed->set_mac(AgentReplyMac(call->token, call->nonce, body));
+    call->sealed->set_body(std::move(body));
+  }
+  call->reactor->Finish(status);
+  delete call;
 }
 
 std::string AgentHub::TokenPath(uint32_t job_id) const {
@@ -92,20 +107,20 @@ void AgentHub::Drop(uint32_t job_id, bool release) {
   ::unlink(TokenPath(job_id).c_str());
   ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentJournalSuffix).c_str());
   ::unlink(absl::StrCat(dir_, "/", job_id, layout::kAgentLogSuffix).c_str());
-  grpc::ServerUnaryReactor* finish = nullptr;
+  Pending* finish = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = agents_.find(job_id);
     if (it == agents_.end()) return;
     if (it->second.held) {
-      finish = it->second.held->reactor;
+      finish = it->second.held->call;
       it->second.held.reset();
     }
+    if (release) released_[job_id] = it->second.token;
     agents_.erase(it);
     heard_.erase(job_id);
-    if (release) released_.insert(job_id);
   }
-  if (finish != nullptr) finish->Finish(Released(job_id, release));
+  if (finish != nullptr) Finish(finish, Released(job_id, release));
 }
 
 grpc::Status AgentHub::Released(uint32_t job_id, bool released) {
@@ -118,7 +133,7 @@ grpc::Status AgentHub::Released(uint32_t job_id, bool released) {
 }
 
 uint64_t AgentHub::Order(uint32_t job_id, v1::AgentOrder order) {
-  grpc::ServerUnaryReactor* finish = nullptr;
+  Pending* finish = nullptr;
   uint64_t seq = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -127,12 +142,12 @@ uint64_t AgentHub::Order(uint32_t job_id, v1::AgentOrder order) {
     Agent& agent = agents_[job_id];
     agent.orders.push_back(std::move(order));
     if (agent.held) {
-      AnswerLocked(agent, agent.held->resp);
-      finish = agent.held->reactor;
+      AnswerLocked(agent, agent.held->call->resp);
+      finish = agent.held->call;
       agent.held.reset();
     }
   }
-  if (finish != nullptr) finish->Finish(grpc::Status::OK);
+  if (finish != nullptr) Finish(finish, grpc::Status::OK);
   return seq;
 }
 
@@ -197,75 +212,140 @@ void AgentHub::AnswerLocked(const Agent& agent, v1::AgentSyncResponse* resp) con
   }
 }
 
+grpc::ServerUnaryReactor* AgentHub::AgentCall(grpc::CallbackServerContext* ctx,
+                                              const v1::AgentEnvelope* call,
+                                              v1::AgentEnvelope* answer) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  uint32_t job_id = call->job_id();
+  std::string token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = agents_.find(job_id); it != agents_.end()) {
+      token = it->second.token;
+    } else if (auto gone = released_.find(job_id); gone != released_.end()) {
+      token = gone->second;
+    }
+  }
+  auto refuse = [&](const std::string& why) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why));
+    return reactor;
+  };
+  if (token.empty() || !ProofsEqual(call->mac(), AgentRequestMac(token, call->body()))) {
+    return refuse(absl::StrCat("hpod holds no allocation ", job_id, " with this agent token"));
+  }
+  v1::AgentSyncRequest req;
+  if (!req.ParseFromString(call->body()) || req.job_id() != job_id || req.nonce().empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("allocation ", job_id, ": a malformed agent call")));
+    return reactor;
+  }
+  absl::Duration skew = absl::Milliseconds(req.sent_unix_ms()) - (clock_.Now() - absl::UnixEpoch());
+  if (absl::AbsDuration(skew) > kCallSkew) {
+    return refuse(absl::StrCat("allocation ", job_id, ": the agent's call is dated ",
+                               absl::FormatDuration(absl::Trunc(skew, absl::Seconds(1))),
+                               " from hpod's clock (a replay, or clocks that disagree; they must "
+                               "agree within ",
+                               absl::FormatDuration(kCallSkew), ")"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = agents_.find(job_id); it != agents_.end()) {
+      if (req.sent_unix_ms() <= it->second.last_call_ms) {
+        reactor->Finish(grpc::Status(
+            grpc::StatusCode::UNAUTHENTICATED,
+            absl::StrCat("allocation ", job_id, ": an agent call heard before (a replay)")));
+        return reactor;
+      }
+      it->second.last_call_ms = req.sent_unix_ms();
+    }
+  }
+  auto* pending = new Pending;
+  pending->reactor = reactor;
+  pending->resp = &pending->inner;
+  pending->sealed = answer;
+  pending->token = token;
+  pending->nonce = req.nonce();
+  answer->set_job_id(job_id);
+  Sync(req, token, /*proven=*/true, pending);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AgentHub::AgentSync(grpc::CallbackServerContext* ctx,
                                               const v1::AgentSyncRequest* req,
                                               v1::AgentSyncResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  std::string token = BearerToken(*ctx);
-  grpc::ServerUnaryReactor* superseded = nullptr;
+  auto* pending = new Pending;
+  pending->reactor = reactor;
+  pending->resp = resp;
+  Sync(*req, BearerToken(*ctx), /*proven=*/false, pending);  // may finish (and delete) it
+  return reactor;
+}
+
+void AgentHub::Sync(const v1::AgentSyncRequest& req, const std::string& token, bool proven,
+                    Pending* call) {
+  Pending* superseded = nullptr;
   std::function<void()> wake;
   bool hold = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = agents_.find(req->job_id());
-    if (it == agents_.end() && released_.count(req->job_id()) > 0) {
-      reactor->Finish(Released(req->job_id(), true));
-      return reactor;
+    auto it = agents_.find(req.job_id());
+    if (it == agents_.end() && released_.count(req.job_id()) > 0) {
+      Finish(call, Released(req.job_id(), true));
+      return;
     }
-    if (it == agents_.end() || it->second.token.empty() || token.empty() ||
-        !TokensEqual(it->second.token, token)) {
-      reactor->Finish(grpc::Status(
-          grpc::StatusCode::UNAUTHENTICATED,
-          absl::StrCat("hpod holds no allocation ", req->job_id(), " with this agent token")));
-      return reactor;
+    if (it == agents_.end() || it->second.token.empty() ||
+        (!proven && (token.empty() || !TokensEqual(it->second.token, token)))) {
+      Finish(call, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                absl::StrCat("hpod holds no allocation ", req.job_id(),
+                                             " with this agent token")));
+      return;
     }
     Agent& agent = it->second;
     absl::Time now = clock_.Now();
     if (!agent.heard) {
-      spdlog::info("the agent of Slurm allocation {} on {} is in touch ({} step(s))", req->job_id(),
-                   req->host(), req->steps_size());
+      spdlog::info("the agent of Slurm allocation {} on {} is in touch ({} step(s){})",
+                   req.job_id(), req.host(), req.steps_size(),
+                   proven ? "" : "; an agent of an older release, without proofs");
     }
     agent.heard = now;
-    if (req->epoch() == epoch_ && req->applied() > agent.applied) agent.applied = req->applied();
+    if (req.epoch() == epoch_ && req.applied() > agent.applied) agent.applied = req.applied();
     while (!agent.orders.empty() && agent.orders.front().seq() <= agent.applied) {
       agent.orders.erase(agent.orders.begin());
     }
     // What the agent no longer lists needs no acknowledgement.
     std::set<std::pair<int64_t, int>> listed;
-    for (const v1::AgentStep& s : req->steps()) listed.insert({s.trial_id(), s.segment()});
+    for (const v1::AgentStep& s : req.steps()) listed.insert({s.trial_id(), s.segment()});
     for (auto a = agent.acknowledged.begin(); a != agent.acknowledged.end();) {
       a = listed.count(*a) ? std::next(a) : agent.acknowledged.erase(a);
     }
-    Heard& heard = heard_[req->job_id()];
-    heard.job_id = req->job_id();
-    heard.host = req->host();
-    heard.nodelist = req->nodelist();
-    heard.steps.assign(req->steps().begin(), req->steps().end());
+    Heard& heard = heard_[req.job_id()];
+    heard.job_id = req.job_id();
+    heard.host = req.host();
+    heard.nodelist = req.nodelist();
+    heard.steps.assign(req.steps().begin(), req.steps().end());
     heard.at = now;
     wake = wake_;
     if (agent.held) {
-      AnswerLocked(agent, agent.held->resp);
-      superseded = agent.held->reactor;
+      AnswerLocked(agent, agent.held->call->resp);
+      superseded = agent.held->call;
       agent.held.reset();
     }
     absl::Duration wait =
-        std::clamp(absl::Milliseconds(req->wait_ms()), absl::ZeroDuration(), kMaxWait);
+        std::clamp(absl::Milliseconds(req.wait_ms()), absl::ZeroDuration(), kMaxWait);
     if (agent.orders.empty() && wait > absl::ZeroDuration() && !stopping_) {
       hold = true;
-      agent.held =
-          Held{reactor, resp, std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait)};
+      agent.held = Held{call, std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait)};
     } else {
-      AnswerLocked(agent, resp);
+      AnswerLocked(agent, call->resp);
     }
   }
-  if (superseded != nullptr) superseded->Finish(grpc::Status::OK);  // answered empty
+  if (superseded != nullptr) Finish(superseded, grpc::Status::OK);  // answered empty
   if (hold) {
     cv_.notify_all();
   } else {
-    reactor->Finish(grpc::Status::OK);
+    Finish(call, grpc::Status::OK);
   }
   if (wake) wake();
-  return reactor;
 }
 
 void AgentHub::Expire() {
@@ -273,12 +353,12 @@ void AgentHub::Expire() {
   while (!stopping_) {
     auto next = std::chrono::steady_clock::time_point::max();
     auto now = std::chrono::steady_clock::now();
-    std::vector<grpc::ServerUnaryReactor*> finish;
+    std::vector<Pending*> finish;
     for (auto& [job_id, agent] : agents_) {
       if (!agent.held) continue;
       if (agent.held->until <= now) {
-        AnswerLocked(agent, agent.held->resp);
-        finish.push_back(agent.held->reactor);
+        AnswerLocked(agent, agent.held->call->resp);
+        finish.push_back(agent.held->call);
         agent.held.reset();
       } else {
         next = std::min(next, agent.held->until);
@@ -286,7 +366,7 @@ void AgentHub::Expire() {
     }
     if (!finish.empty()) {
       lock.unlock();
-      for (grpc::ServerUnaryReactor* r : finish) r->Finish(grpc::Status::OK);
+      for (Pending* call : finish) Finish(call, grpc::Status::OK);
       lock.lock();
       continue;
     }

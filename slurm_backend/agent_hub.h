@@ -5,7 +5,12 @@
 // Each allocation hpod requests runs hpo-agent as its batch script (agent/hpo_agent.cc), with a
 // token of its own (HPO_AGENT_TOKEN) made for that allocation alone and kept in
 // DATA_DIR/agents/JOB.token (mode 0600), so that a restarted hpod knows its agents again. The
-// agent calls AgentSync in a loop: it hands over the whole table of the steps it started and
+// token never crosses the network: the agent calls AgentCall, whose call and answer each carry an
+// HMAC of what they say under it (common/proofs.h), so that the agent obeys hpod alone and hpod
+// hears the agent alone; a call made long ago or already heard is refused (its time, in the call,
+// must be within kCallSkew of hpod's clock and later than the agent's last). AgentSync, the same
+// call with the token as a bearer and no proofs, stays for agents of older releases. The agent
+// calls in a loop: it hands over the whole table of the steps it started and
 // has not been told to forget, and takes the orders (launch a step, signal one) hpod queued for
 // its allocation after the last it applied. hpod holds the call while it has no order (a long
 // poll of at most `wait_ms`), so an order reaches the agent at once; a newer call of the same
@@ -89,17 +94,32 @@ class AgentHub final : public v1::AgentService::CallbackService {
   // Called (on gRPC's thread) after each call that brought something new.
   void SetWakeup(std::function<void()> wake);
 
+  grpc::ServerUnaryReactor* AgentCall(grpc::CallbackServerContext* ctx,
+                                      const v1::AgentEnvelope* call,
+                                      v1::AgentEnvelope* answer) override;
   grpc::ServerUnaryReactor* AgentSync(grpc::CallbackServerContext* ctx,
                                       const v1::AgentSyncRequest* req,
                                       v1::AgentSyncResponse* resp) override;
 
   // The longest hpod holds a call.
   static constexpr absl::Duration kMaxWait = absl::Seconds(30);
+  // How far an AgentCall's time may be from hpod's clock.
+  static constexpr absl::Duration kCallSkew = absl::Minutes(5);
 
  private:
-  struct Held {
+  // A call being answered: AgentSync's plain answer, or AgentCall's, sealed with the proof.
+  struct Pending {
     grpc::ServerUnaryReactor* reactor = nullptr;
-    v1::AgentSyncResponse* resp = nullptr;
+    v1::AgentSyncResponse* resp = nullptr;  // the answer being made (`inner` for AgentCall)
+    v1::AgentEnvelope* sealed = nullptr;    // AgentCall: where the sealed answer goes
+    v1::AgentSyncResponse inner;
+    std::string token, nonce;
+  };
+  // Answers the call (sealing an AgentCall's answer; its "released" goes in the sealed body) and
+  // deletes it.
+  static void Finish(Pending* call, grpc::Status status);
+  struct Held {
+    Pending* call = nullptr;
     std::chrono::steady_clock::time_point until;
   };
   struct Agent {
@@ -109,7 +129,10 @@ class AgentHub final : public v1::AgentService::CallbackService {
     std::set<std::pair<int64_t, int>> acknowledged;
     std::optional<Held> held;
     std::optional<absl::Time> heard;
+    int64_t last_call_ms = 0;  // the time of the last AgentCall heard: later ones only
   };
+  // One call of an agent, whose token (or proof) checked when `proven`.
+  void Sync(const v1::AgentSyncRequest& req, const std::string& token, bool proven, Pending* call);
   // Fills `resp` with the agent's orders and acknowledgements.
   void AnswerLocked(const Agent& agent, v1::AgentSyncResponse* resp) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -126,7 +149,8 @@ class AgentHub final : public v1::AgentService::CallbackService {
   std::condition_variable cv_;
   std::map<uint32_t, Agent> agents_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, Heard> heard_ ABSL_GUARDED_BY(mu_);
-  std::set<uint32_t> released_ ABSL_GUARDED_BY(mu_);  // told to end (Release)
+  // Told to end (Release), with their tokens, to prove that answer too.
+  std::map<uint32_t, std::string> released_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> wake_ ABSL_GUARDED_BY(mu_);

@@ -201,6 +201,22 @@ class LibSlurm final : public SlurmApi {
     return out;
   }
 
+  absl::StatusOr<std::vector<NodeHost>> QueryNodes() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    node_info_msg_t* msg = nullptr;
+    if (slurm_load_node(0, &msg, SHOW_ALL) != SLURM_SUCCESS)
+      return SlurmError("scontrol show nodes");
+    std::vector<NodeHost> out;
+    for (uint32_t i = 0; i < msg->record_count; ++i) {
+      const node_info_t& n = msg->node_array[i];
+      if (n.name == nullptr) continue;
+      out.push_back({n.name, n.node_hostname != nullptr ? n.node_hostname : n.name,
+                     n.node_addr != nullptr ? n.node_addr : n.name});
+    }
+    slurm_free_node_info_msg(msg);
+    return out;
+  }
+
   absl::Status Signal(uint32_t job_id, int signal) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (slurm_kill_job(job_id, static_cast<uint16_t>(signal), KILL_FULL_JOB) != SLURM_SUCCESS) {

@@ -83,6 +83,13 @@ struct PartitionLimits {
   absl::Duration JobLimit() const { return default_time.value_or(max_time); }
 };
 
+// A node of the cluster, as slurmctld names it and reaches it.
+struct NodeHost {
+  std::string name;      // NodeName
+  std::string hostname;  // NodeHostname: the host's own name
+  std::string addr;      // NodeAddr: where slurmctld reaches it
+};
+
 struct StepStatus {
   uint32_t job_id = 0;
   uint32_t step_id = 0;
@@ -110,6 +117,8 @@ class SlurmApi {
   [[nodiscard]] virtual absl::Status SignalStep(uint32_t job_id, uint32_t step_id, int signal) = 0;
   // Ends the step (what `scancel J.S` does).
   [[nodiscard]] virtual absl::Status CancelStep(uint32_t job_id, uint32_t step_id) = 0;
+  // The cluster's nodes, in one call.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<NodeHost>> QueryNodes() = 0;
   // "n[1-3],gpu7" -> n1 n2 n3 gpu7.
   virtual std::vector<std::string> ExpandHostlist(const std::string& list) = 0;
 };

@@ -83,6 +83,10 @@ class SlurmBackend final : public backend::Backend {
     // holds up the controller (answers are taken at the next Poll); false: each call where it
     // is made, as if slurmctld answered at once.
     bool query_thread = false;
+    // Where trials and agents reach hpod (HPO_ENDPOINT), asked when a sweep is vetted: one on
+    // loopback or a Unix socket only serves compute nodes that are this host, so a sweep is
+    // refused where the cluster has others. Null: not checked.
+    std::function<std::string()> endpoint;
   };
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)
@@ -95,6 +99,7 @@ class SlurmBackend final : public backend::Backend {
   // will_run for the sweep's first allocation (steps mode) or one trial's job (jobs mode).
   void ExpectedStart(const backend::Resources& r, const backend::Placement& p,
                      Started done) override;
+  // Whether the compute nodes reach hpod (Options::endpoint), then VetShape.
   void Vet(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
            bool starts_now, Vetted done) override;
   bool CanLaunch(int64_t sweep_id, const backend::Resources& r,
@@ -157,6 +162,9 @@ class SlurmBackend final : public backend::Backend {
                                     const backend::LaunchSpec& spec, int64_t mem_per_cpu_mb) const;
 
  private:
+  // slurmctld's word on the sweep's allocation (steps mode) or one trial's job (jobs mode).
+  void VetShape(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
+                bool starts_now, Vetted done);
   struct Job {  // jobs mode
     uint32_t job_id = 0;
     std::string dir;  // the trial's directory: hpo-shim's exit record

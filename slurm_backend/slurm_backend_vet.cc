@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/address.h"
 #include "slurm_backend/slurm_backend.h"
 #include "spdlog/spdlog.h"
 
@@ -87,6 +89,44 @@ void SlurmBackend::ExpectedStart(const Resources& r, const Placement& p, Started
 
 void SlurmBackend::Vet(int64_t sweep_id, const Resources& r, const Placement& p, bool starts_now,
                        Vetted done) {
+  std::string endpoint = options_.endpoint ? options_.endpoint() : "";
+  if (endpoint.empty() || !(absl::StartsWith(endpoint, "unix:") || IsLoopback(endpoint))) {
+    VetShape(sweep_id, r, p, starts_now, std::move(done));
+    return;
+  }
+  // hpod listens where only this host reaches it: are the compute nodes this host?
+  calls_.Post([this, api = api_.get(), endpoint, sweep_id, r, p, starts_now,
+               done]() mutable -> SlurmCalls::Then {
+    absl::StatusOr<std::vector<NodeHost>> nodes = api->QueryNodes();
+    std::string away;
+    if (nodes.ok()) {
+      std::string here = HostName();
+      for (const NodeHost& n : *nodes) {
+        bool local = n.hostname == here || n.hostname == "localhost" || n.addr == here ||
+                     IsLoopback(n.addr + ":0");
+        if (!local) {
+          away = absl::StrCat(n.name, " (", n.hostname, ")");
+          break;
+        }
+      }
+    }
+    return [this, endpoint, away, sweep_id, r, p, starts_now, done]() mutable {
+      if (away.empty()) {
+        VetShape(sweep_id, r, p, starts_now, std::move(done));
+        return;
+      }
+      done(absl::FailedPreconditionError(absl::StrCat(
+          "hpod listens at ", endpoint, ", which the compute nodes (", away,
+          ", among others) cannot reach, so this sweep's trials and agents could not report: "
+          "restart hpod where they can reach it, keeping the trials that run: `hpo daemon stop "
+          "--keep-trials && hpo daemon start --reconfigure --listen 0.0.0.0:0` (and "
+          "--advertise NAME when the nodes know this host by another name)")));
+    };
+  });
+}
+
+void SlurmBackend::VetShape(int64_t sweep_id, const Resources& r, const Placement& p,
+                            bool starts_now, Vetted done) {
   const SlurmPlacement& where = SlurmOf(p);
   if (where.mode == "jobs") {  // the request of one trial's job, checked
     JobRequest req = ProbeRequest(r, p);

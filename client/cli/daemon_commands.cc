@@ -95,9 +95,17 @@ void DaemonCommands::Start() {
   if (!start_.tls_cert.empty()) args.push_back("--tls-cert=" + AbsolutePath(start_.tls_cert));
   if (!start_.tls_key.empty()) args.push_back("--tls-key=" + AbsolutePath(start_.tls_key));
   for (const std::string& extra : start_app_->remaining()) args.push_back(extra);
-  if (start_app_->count("--as-job") > 0) {
+  // hpod as a Slurm job: asked for now, or what the data directory's configuration says it is.
+  std::string as_job = start_.as_job;
+  bool in_job = start_app_->count("--as-job") > 0;
+  if (absl::StatusOr<std::map<std::string, std::string>> kept = client::KeptOptions();
+      !in_job && kept.ok() && kept->count("as-job")) {
+    in_job = true;
+    as_job = kept->at("as-job");
+  }
+  if (in_job) {
     std::vector<std::string> sbatch =
-        absl::StrSplit(start_.as_job, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+        absl::StrSplit(as_job, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     absl::StatusOr<client::DaemonJob> job =
         client::StartDaemonAsJob(sbatch, args, absl::Seconds(start_.wait_s));
     if (!job.ok()) {

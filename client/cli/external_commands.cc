@@ -12,8 +12,9 @@ ExternalCommands::ExternalCommands(CLI::App& app, int& rc) : rc_(rc) {
   CLI::App* ask = app.add_subcommand(
       "ask",
       "a new trial of a sweep with backend: external, for you to run: prints its id, number, "
-      "parameters, token and endpoint as JSON. Report with HPO_TRIAL_ID, HPO_TRIAL_TOKEN and "
-      "HPO_ENDPOINT set to those (hpo report, the Python client); end it with hpo tell");
+      "parameters, token, endpoint and the CA to trust there (tls_ca_data) as JSON. Report "
+      "with HPO_TRIAL_ID, HPO_TRIAL_TOKEN, HPO_ENDPOINT and HPO_TLS_CA_DATA set to those (hpo "
+      "report, the Python client); end it with hpo tell");
   ask->add_option("sweep", ask_.sweep, "sweep id")->required();
   ask->callback([this] { Ask(); });
   CLI::App* tell = app.add_subcommand(
@@ -34,9 +35,13 @@ void ExternalCommands::Ask() {
     return;
   }
   const v1::Trial& t = asked->trial();
-  nlohmann::json out = {{"trial_id", t.id()},       {"number", t.number()},
-                        {"sweep_id", t.sweep_id()}, {"params", ParamsJson(t)},
-                        {"token", asked->token()},  {"endpoint", asked->endpoint()}};
+  nlohmann::json out = {{"trial_id", t.id()},
+                        {"number", t.number()},
+                        {"sweep_id", t.sweep_id()},
+                        {"params", ParamsJson(t)},
+                        {"token", asked->token()},
+                        {"endpoint", asked->endpoint()},
+                        {"tls_ca_data", asked->tls_ca_data()}};
   std::printf("%s\n", out.dump().c_str());
 }
 

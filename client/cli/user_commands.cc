@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/cli.h"
@@ -55,6 +57,26 @@ absl::Status WriteAccess(const DataDir& dir, const std::string& name, const Acce
 
 const char* kRoles = "viewer | operator | metrics | none";
 
+constexpr char kCapHelp[] =
+    "the most GPU-hours this user may add to any one sweep's budget with `hpo extend`, over all "
+    "their extends of it ('none': no cap)";
+
+// `--max-extend-gpu-hours`: into `access` ("" leaves it as it is).
+absl::Status SetCap(const std::string& text, AccessFile& access) {
+  if (text.empty()) return absl::OkStatus();
+  if (text == "none") {
+    access.max_extend_gpu_hours.reset();
+    return absl::OkStatus();
+  }
+  double hours = 0;
+  if (!absl::SimpleAtod(text, &hours) || !std::isfinite(hours) || hours < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-extend-gpu-hours ", text, ": give a number of GPU-hours, 0 or more, or none"));
+  }
+  access.max_extend_gpu_hours = hours;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 UserCommands::UserCommands(CLI::App& app, int& rc) : rc_(rc) {
@@ -73,6 +95,7 @@ UserCommands::UserCommands(CLI::App& app, int& rc) : rc_(rc) {
   add->add_option("--sweeps", add_.sweeps,
                   "the role on these sweeps only (default: on every sweep)")
       ->delimiter(',');
+  add->add_option("--max-extend-gpu-hours", add_.max_extend_gpu_hours, kCapHelp);
   add->callback([this] { Add(); });
   CLI::App* rm = user->add_subcommand(
       "rm", "revoke NAME's token: its calls, dashboard sessions and login links end at once");
@@ -82,6 +105,7 @@ UserCommands::UserCommands(CLI::App& app, int& rc) : rc_(rc) {
   CLI::App* role = user->add_subcommand("role", "change NAME's role on every sweep");
   role->add_option("name", role_.name, "user name")->required()->check(CheckName);
   role->add_option("role", role_.role, kRoles)->required()->check(RoleCheck(false));
+  role->add_option("--max-extend-gpu-hours", role_.max_extend_gpu_hours, kCapHelp);
   role->callback([this] { SetRole(); });
   CLI::App* rotate = user->add_subcommand(
       "rotate",
@@ -121,6 +145,10 @@ void UserCommands::Add() {
     access.role = add_.role;
   } else {
     for (int64_t id : add_.sweeps) access.sweeps[id] = add_.role;
+  }
+  if (absl::Status s = SetCap(add_.max_extend_gpu_hours, access); !s.ok()) {
+    rc_ = Fail(s);
+    return;
   }
   // The role first: a token never exists without the access it was given.
   if (absl::Status s = WriteAccess(dir, add_.name, access); !s.ok()) {
@@ -167,8 +195,11 @@ void UserCommands::List() {
     }
     std::vector<std::string> named;
     for (const auto& [id, role] : access->sweeps) named.push_back(absl::StrCat(id, ":", role));
-    std::printf("%s\t%s%s%s\n", n.c_str(), access->role.c_str(), named.empty() ? "" : "\t",
-                absl::StrJoin(named, ",").c_str());
+    std::printf("%s\t%s%s%s%s\n", n.c_str(), access->role.c_str(), named.empty() ? "" : "\t",
+                absl::StrJoin(named, ",").c_str(),
+                access->max_extend_gpu_hours
+                    ? absl::StrCat("\tmax_extend_gpu_hours=", *access->max_extend_gpu_hours).c_str()
+                    : "");
   }
 }
 
@@ -181,6 +212,10 @@ void UserCommands::SetRole() {
   }
   access->role = role_.role;
   if (role_.role == "metrics") access->sweeps.clear();
+  if (absl::Status s = SetCap(role_.max_extend_gpu_hours, *access); !s.ok()) {
+    rc_ = Fail(s);
+    return;
+  }
   if (absl::Status s = WriteAccess(dir, role_.name, *access); !s.ok()) rc_ = Fail(s);
 }
 

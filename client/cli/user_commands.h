@@ -19,6 +19,7 @@ class UserCommands {
     std::string role = "viewer";
     std::vector<int64_t> sweeps;
     bool owner = false;
+    std::string max_extend_gpu_hours;  // "": unchanged; "none": no cap; else a number
   };
   struct ShareOptions {
     int64_t sweep_id = 0;

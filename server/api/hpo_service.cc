@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/proofs.h"
 #include "common/status_macros.h"
 #include "common/token.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -128,8 +129,8 @@ void WatchSink::Close(const absl::Status& status) {
 class ReportStreamReactor final
     : public grpc::ServerBidiReactor<v1::ReportRequest, v1::ReportResponse> {
  public:
-  ReportStreamReactor(Controller& controller, std::string token)
-      : controller_(controller), token_(std::move(token)) {
+  ReportStreamReactor(grpc::CallbackServerContext* ctx, Controller& controller, std::string token)
+      : ctx_(ctx), controller_(controller), token_(std::move(token)) {
     StartRead(&req_);
   }
   void OnReadDone(bool ok) override {
@@ -139,12 +140,16 @@ class ReportStreamReactor final
     }
     auto received = std::chrono::steady_clock::now();
     controller_.Post([this, received]() -> Controller::Done {
-      auto r = controller_.Report(req_, token_);
+      std::string refusal_proof;
+      auto r = controller_.Report(req_, token_, &refusal_proof);
       absl::Status s = r.status();
       if (r.ok()) resp_ = std::move(*r);
-      return [this, s, received](const absl::Status& commit) {
+      return [this, s, received, refusal_proof](const absl::Status& commit) {
         absl::Status final = s.ok() ? commit : s;
         if (!final.ok()) {
+          if (!s.ok() && !refusal_proof.empty()) {
+            ctx_->AddTrailingMetadata(kRefusalProofKey, refusal_proof);
+          }
           End(ToGrpc(final));
         } else {
           controller_.telemetry().ObserveReport(SecondsSince(received));
@@ -168,6 +173,7 @@ class ReportStreamReactor final
     Finish(status);
   }
 
+  grpc::CallbackServerContext* ctx_;
   Controller& controller_;
   std::string token_;
   v1::ReportRequest req_;
@@ -512,12 +518,16 @@ grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext*
   std::string token = BearerToken(*ctx);
   auto received = std::chrono::steady_clock::now();
   controller_.Post(
-      [this, reactor, req, resp, token = std::move(token), received]() -> Controller::Done {
-        auto r = controller_.Report(*req, token);
+      [this, ctx, reactor, req, resp, token = std::move(token), received]() -> Controller::Done {
+        std::string refusal_proof;
+        auto r = controller_.Report(*req, token, &refusal_proof);
         absl::Status s = r.status();
         if (r.ok()) *resp = std::move(*r);
-        return [this, reactor, s, received](const absl::Status& commit) {
+        return [this, ctx, reactor, s, received, refusal_proof](const absl::Status& commit) {
           if (s.ok() && commit.ok()) controller_.telemetry().ObserveReport(SecondsSince(received));
+          if (!s.ok() && !refusal_proof.empty()) {
+            ctx->AddTrailingMetadata(kRefusalProofKey, refusal_proof);
+          }
           reactor->Finish(ToGrpc(s.ok() ? commit : s));
         };
       });
@@ -526,7 +536,7 @@ grpc::ServerUnaryReactor* ReportServiceImpl::Report(grpc::CallbackServerContext*
 
 grpc::ServerBidiReactor<v1::ReportRequest, v1::ReportResponse>* ReportServiceImpl::ReportStream(
     grpc::CallbackServerContext* ctx) {
-  return new ReportStreamReactor(controller_, BearerToken(*ctx));
+  return new ReportStreamReactor(ctx, controller_, BearerToken(*ctx));
 }
 
 }  // namespace hpo::server

@@ -61,6 +61,7 @@ Caller UserCaller(const std::string& name, const std::string& token,
   }
   c.role = *RoleOf(access->role);
   for (const auto& [id, role] : access->sweeps) c.sweeps[id] = *RoleOf(role);
+  c.max_extend_gpu_hours = access->max_extend_gpu_hours;
   return c;
 }
 

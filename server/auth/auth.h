@@ -52,6 +52,9 @@ struct Caller {
   Role role = Role::kNone;         // on every sweep
   std::map<int64_t, Role> sweeps;  // on named sweeps (the stronger of the two counts)
   std::string token;               // the credential it was found by
+  // The most GPU-hours it may add to any one sweep's budget (`hpo user add
+  // --max-extend-gpu-hours`), over all its extends of that sweep; nullopt: no cap.
+  std::optional<double> max_extend_gpu_hours;
 
   bool owner() const { return kind == Kind::kOwner; }
   static Caller Owner(std::string user) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/crypto.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "hpo/v1/states.h"
@@ -446,9 +447,30 @@ absl::StatusOr<v1::Sweep> Controller::Extend(const Allowed& allowed,
   if (auto replayed = Replayed(*sweep, req.request_id(), fingerprint)) return *replayed;
   RETURN_IF_ERROR(CheckChangeable(*sweep, "extended"));
   ASSIGN_OR_RETURN(Extension extension, ExtendBudget(req, BudgetStateOf(*sweep)));
+  const Caller& caller = allowed.caller();
+  if (!caller.owner()) {
+    // What this extend adds to a GPU-hour budget (setting one where there was none adds nothing:
+    // it bounds what was unbounded), held against the cap the owner gave this user.
+    std::optional<double> before = sweep->spec().budget.gpu_hours;
+    double added = before && extension.change.gpu_hours
+                       ? std::max(0.0, *extension.change.gpu_hours - *before)
+                       : 0.0;
+    double& so_far = extension.change.gpu_hours_added_by[caller.user];
+    if (caller.max_extend_gpu_hours && so_far + added > *caller.max_extend_gpu_hours + 1e-9) {
+      return absl::PermissionDeniedError(absl::StrFormat(
+          "%s may add at most %.4g GPU-hours to a sweep's budget (the owner's cap: `hpo user role "
+          "%s ... --max-extend-gpu-hours`); %s added %.4g to sweep %d already, and this extend "
+          "adds %.4g",
+          caller.user, *caller.max_extend_gpu_hours, caller.user, caller.user, so_far,
+          sweep->rec.id, added));
+    }
+    so_far += added;
+  }
   sweep->NoteApplied(req.request_id(), fingerprint);
   Change(*sweep, extension.change,
-         absl::StrCat("extended by the user: ", absl::StrJoin(extension.said, ", ")));
+         absl::StrCat("extended by ",
+                      caller.owner() ? absl::StrCat("the owner (", caller.user, ")") : caller.user,
+                      ": ", absl::StrJoin(extension.said, ", ")));
   return View(*sweep);
 }
 
@@ -547,6 +569,9 @@ absl::StatusOr<v1::AskResponse> Controller::Ask(const Allowed& allowed, int64_t 
   *resp.mutable_trial() = TrialView(*sweep, *trial, clock_.Now());
   resp.set_token(trial->rec.token);
   resp.set_endpoint(lifecycle_.options().report_endpoint);
+  if (!lifecycle_.options().tls_ca_pem.empty()) {
+    resp.set_tls_ca_data(Base64Encode(lifecycle_.options().tls_ca_pem));
+  }
   return resp;
 }
 

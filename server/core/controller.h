@@ -201,9 +201,11 @@ class Controller {
                                                      int64_t trial_id) const;
   // A trial's reporting token, for in-process tools (the fuzzer); never served over the API.
   [[nodiscard]] absl::StatusOr<std::string> TrialTokenForTest(int64_t trial_id) const;
+  // ReportIntake::Report.
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
-                                                          absl::string_view token) {
-    return intake_.Report(req, token);
+                                                          absl::string_view token,
+                                                          std::string* refusal_proof = nullptr) {
+    return intake_.Report(req, token, refusal_proof);
   }
   // Sends the sweep's committed events after since_seq (none when it is negative), then live
   // ones until the sweep ends.

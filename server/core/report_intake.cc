@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/proofs.h"
 #include "common/token.h"
 #include "hpo/v1/states.h"
 #include "server/core/objectives.h"
@@ -100,6 +101,13 @@ absl::Status ReportIntake::Validate(const v1::ReportRequest& req, int64_t trial_
   return absl::OkStatus();
 }
 
+std::string ReportIntake::ProofOf(const v1::ReportRequest& req, absl::string_view token) {
+  std::map<std::string, double> metrics(req.metrics().begin(), req.metrics().end());
+  return ReportProof(
+      token, req.trial_id(), req.has_step() ? std::optional<int64_t>(req.step()) : std::nullopt,
+      req.report_id(), req.has_time() ? std::optional<double>(req.time()) : std::nullopt, metrics);
+}
+
 bool ReportIntake::IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req) {
   if (!trial.last_report) return false;
   if (req.report_id() != 0) return trial.last_report->report_id == req.report_id();
@@ -109,14 +117,31 @@ bool ReportIntake::IsRetry(const TrialRuntime& trial, const v1::ReportRequest& r
 }
 
 absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest& req,
-                                                        absl::string_view token) {
+                                                        absl::string_view token,
+                                                        std::string* refusal_proof) {
   auto [sweep, trial] = table_.FindTrial(req.trial_id());
-  // An unknown trial and a wrong token look the same to the caller: nothing to probe.
-  if (trial == nullptr || !TokensEqual(token, trial->rec.token)) {
+  // An unknown trial and a wrong token (or proof) look the same to the caller: nothing to probe.
+  bool proven = !req.proof().empty();
+  if (trial == nullptr || !(proven ? ProofsEqual(req.proof(), ProofOf(req, trial->rec.token))
+                                   : TokensEqual(token, trial->rec.token))) {
     return absl::UnauthenticatedError(
         absl::StrCat("report for trial ", req.trial_id(), ": the token is not this trial's"));
   }
-  TrialRecord& rec = trial->rec;
+  absl::StatusOr<v1::ReportResponse> resp = Accept(*sweep, *trial, req);
+  if (!proven) return resp;
+  // The trial takes hpod's word only with hpod's proof.
+  if (resp.ok()) {
+    resp->set_proof(ReportReplyProof(trial->rec.token, req.proof(), resp->action(), resp->step()));
+  } else if (refusal_proof != nullptr) {
+    *refusal_proof =
+        ReportRefusalProof(trial->rec.token, req.proof(), static_cast<int>(resp.status().code()));
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ReportResponse> ReportIntake::Accept(Sweep& sweep, TrialRuntime& trial,
+                                                        const v1::ReportRequest& req) {
+  TrialRecord& rec = trial.rec;
   if (v1::IsFinal(rec.state)) {
     return absl::FailedPreconditionError(
         absl::StrCat("report for trial ", rec.id, ": the trial already ended (",
@@ -128,17 +153,17 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest&
   }
   if (absl::Status s = Validate(req, rec.id); !s.ok()) return s;
   v1::ReportResponse resp;
-  if (std::optional<int64_t> stored = trial->StoredStep(req.report_id())) {
+  if (std::optional<int64_t> stored = trial.StoredStep(req.report_id())) {
     resp.set_step(*stored);  // stored already: answered the same
-  } else if (IsRetry(*trial, req)) {
-    resp.set_step(trial->last_report->step);
+  } else if (IsRetry(trial, req)) {
+    resp.set_step(trial.last_report->step);
   } else {
-    if (absl::Status s = Take(*sweep, *trial, req, /*may_stop=*/true); !s.ok()) return s;
-    resp.set_step(trial->last_report->step);
+    if (absl::Status s = Take(sweep, trial, req, /*may_stop=*/true); !s.ok()) return s;
+    resp.set_step(trial.last_report->step);
   }
-  resp.set_action(trial->stop_requested() ? v1::ReportResponse::ACTION_STOP
-                                          : v1::ReportResponse::ACTION_CONTINUE);
-  resp.set_reason(trial->rec.stop_reason);
+  resp.set_action(trial.stop_requested() ? v1::ReportResponse::ACTION_STOP
+                                         : v1::ReportResponse::ACTION_CONTINUE);
+  resp.set_reason(trial.rec.stop_reason);
   return resp;
 }
 

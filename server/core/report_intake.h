@@ -54,8 +54,12 @@ class ReportIntake {
   ReportIntake(SweepTable& table, Store& store, TrialLifecycle& lifecycle, const Clock& clock)
       : table_(table), store_(store), lifecycle_(lifecycle), clock_(clock) {}
 
+  // A report from a trial that proves its token (`req.proof`) or, from an older client, sends it
+  // (`token`, "" for none). The answer to a proven report carries hpod's proof; so does a refusal
+  // of one (after the proof checked), in `refusal_proof` (ReportRefusalProof).
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
-                                                          absl::string_view token);
+                                                          absl::string_view token,
+                                                          std::string* refusal_proof = nullptr);
   // Reports a trial left in its journal when its command ended (TrialLifecycle::LateReports):
   // each one hpod has not stored yet (by its id) is stored and applied as if it had come in
   // time, but a stop it would decide comes too late to apply. A report that fails the checks
@@ -63,12 +67,17 @@ class ReportIntake {
   void Late(Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries);
 
  private:
+  // The report of a trial whose token checked: stored and answered, or refused.
+  [[nodiscard]] absl::StatusOr<v1::ReportResponse> Accept(Sweep& sweep, TrialRuntime& trial,
+                                                          const v1::ReportRequest& req);
   // Stores a checked report of a trial that has not ended, applies it and judges it (with
   // `may_stop`, a stop the stopper decides is requested).
   [[nodiscard]] absl::Status Take(Sweep& sweep, TrialRuntime& trial, const v1::ReportRequest& req,
                                   bool may_stop);
   // Checks what can be checked without state; INVALID_ARGUMENT naming the trial otherwise.
   [[nodiscard]] static absl::Status Validate(const v1::ReportRequest& req, int64_t trial_id);
+  // The proof a report made with `token` carries (common/proofs.h).
+  static std::string ProofOf(const v1::ReportRequest& req, absl::string_view token);
   // True when `report` repeats the trial's last stored one (a client's retry).
   static bool IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req);
   // The stopper and the goal, once the report brought a point of the objective metric.

@@ -43,8 +43,9 @@ class TrialLifecycle {
   struct Options {
     DataDir data_dir{""};
     std::string report_endpoint;  // HPO_ENDPOINT given to trials
-    std::string tls_ca;           // HPO_TLS_CA given to trials when the endpoint serves TLS
-    std::string hpo_bin_dir;      // put first on trials' PATH (where `hpo` is)
+    std::string tls_ca_pem;   // the CA trials trust (HPO_TLS_CA_DATA) when the endpoint serves TLS
+    std::string hpo_bin_dir;  // put first on trials' PATH (where `hpo` is)
+    unsigned umask = 077;     // HPO_UMASK for trials started elsewhere (layout.h)
     absl::Duration progress_interval = absl::Milliseconds(500);
   };
   TrialLifecycle(Options options, SweepTable& table, Store& store, backend::Backend& backend,

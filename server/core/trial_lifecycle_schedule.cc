@@ -4,6 +4,8 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/crypto.h"
 #include "common/layout.h"
 #include "common/token.h"
 #include "hpo/v1/states.h"
@@ -213,7 +215,10 @@ backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const Sweep& sweep,
   if (!options_.data_dir.root().empty()) {
     launch.env["HPO_ENDPOINT_FILE"] = options_.data_dir.endpoint_path();
   }
-  if (!options_.tls_ca.empty()) launch.env["HPO_TLS_CA"] = options_.tls_ca;
+  if (!options_.tls_ca_pem.empty()) launch.env[kTlsCaDataEnv] = Base64Encode(options_.tls_ca_pem);
+  // Slurm's own name for it makes the files of a trial's batch job (its output) private too.
+  launch.env[layout::kUmaskEnv] = launch.env["SLURM_UMASK"] =
+      absl::StrFormat("%04o", options_.umask);
   launch.env["HPO_SWEEP_ID"] = std::to_string(sweep.rec.id);
   launch.env["HPO_TRIAL_ID"] = std::to_string(rec.id);
   launch.env["HPO_TRIAL_NUMBER"] = std::to_string(rec.number);

@@ -1,31 +1,30 @@
 #include "server/hpod/endpoints.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/address.h"
+#include "common/crypto.h"
 #include "common/files.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/api/hpo_service.h"
+#include "server/auth/auth.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
 namespace {
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(const HpodFlags& f) {
-  if (f.tls_cert.empty() != f.tls_key.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
-  if (f.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  absl::StatusOr<std::string> cert = ReadFile(f.tls_cert), key = ReadFile(f.tls_key);
-  if (!cert.ok()) return cert.status();
-  if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions tls;
-  tls.pem_key_cert_pairs.push_back({*key, *cert});
-  return grpc::SslServerCredentials(tls);
+std::shared_ptr<grpc::ServerCredentials> TcpCredentials(const ServerTls& tls) {
+  if (tls.clear_text) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
+  return grpc::SslServerCredentials(options);
 }
 
 // The address to ask for: the remembered port when `listen` says port 0.
@@ -49,15 +48,66 @@ std::string AdvertisedHost(const HpodFlags& flags) {
   return HostName();
 }
 
-std::string TlsCaPath(const HpodFlags& flags) {
-  if (flags.tls_cert.empty()) return "";
-  return AbsolutePath(flags.tls_ca.empty() ? flags.tls_cert : flags.tls_ca);
+absl::StatusOr<ServerTls> LoadServerTls(const HpodFlags& flags, const DataDir& data_dir) {
+  ServerTls tls;
+  if (flags.insecure_listen) {
+    tls.clear_text = true;
+    return tls;
+  }
+  if (!flags.tls_cert.empty()) {
+    tls.cert_path = AbsolutePath(flags.tls_cert);
+    tls.key_path = AbsolutePath(flags.tls_key);
+    absl::StatusOr<std::string> cert = ReadFile(tls.cert_path), key = ReadFile(tls.key_path);
+    absl::StatusOr<std::string> ca = flags.tls_ca.empty() ? cert : ReadFile(flags.tls_ca);
+    for (const auto* read : {&cert, &key, &ca}) {
+      if (!read->ok()) return absl::InvalidArgumentError(read->status().message());
+    }
+    tls.cert_pem = *cert;
+    tls.key_pem = *key;
+    tls.ca_pem = *ca;
+    return tls;
+  }
+  std::string dir = data_dir.tls_dir();
+  absl::StatusOr<PemPair> ca =
+      ReadOrCreateCa(dir, absl::StrCat("hpod CA ", ProcessUserName(), "@", HostName()));
+  if (!ca.ok()) return ca.status();
+  std::vector<std::string> names = {AdvertisedHost(flags), HostName(), "localhost"};
+  std::vector<std::string> ips = HostAddresses();
+  for (const char* loopback : {"127.0.0.1", "::1"}) {
+    if (std::find(ips.begin(), ips.end(), loopback) == ips.end()) ips.push_back(loopback);
+  }
+  // A name that is an address goes in as one.
+  for (auto it = names.begin(); it != names.end();) {
+    in6_addr scratch;
+    if (::inet_pton(AF_INET, it->c_str(), &scratch) == 1 ||
+        ::inet_pton(AF_INET6, it->c_str(), &scratch) == 1) {
+      ips.push_back(*it);
+      it = names.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  absl::StatusOr<PemPair> server = IssueServerCertificate(*ca, names, ips);
+  if (!server.ok()) return server.status();
+  tls.own = true;
+  tls.cert_pem = server->cert;
+  tls.key_pem = server->key;
+  tls.ca_pem = ca->cert;
+  tls.cert_path = dir + "/server.pem";
+  tls.key_path = dir + "/server.key";
+  for (const auto& [path, pem] :
+       {std::pair{tls.key_path, tls.key_pem}, {tls.cert_path, tls.cert_pem}}) {
+    if (absl::Status s = WriteFileAtomic(path, pem, 0600); !s.ok()) {
+      return absl::UnavailableError(s.message());
+    }
+  }
+  return tls;
 }
 
-absl::StatusOr<Endpoints> StartEndpoints(const HpodFlags& flags, const DataDir& data_dir,
+absl::StatusOr<Endpoints> StartEndpoints(const HpodFlags& flags, const ServerTls& tls,
+                                         const DataDir& data_dir,
                                          const std::vector<grpc::Service*>& services) {
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = TcpCredentials(flags);
-  if (!credentials.ok()) return credentials.status();
+  std::shared_ptr<grpc::ServerCredentials> credentials = TcpCredentials(tls);
   Endpoints out;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> unix_acceptor;
   int tcp_port = 0;
@@ -69,7 +119,7 @@ absl::StatusOr<Endpoints> StartEndpoints(const HpodFlags& flags, const DataDir& 
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
         grpc::InsecureServerCredentials());
     tcp_port = 0;
-    if (address != "none") builder.AddListeningPort(address, *credentials, &tcp_port);
+    if (address != "none") builder.AddListeningPort(address, credentials, &tcp_port);
     for (grpc::Service* service : services) builder.RegisterService(service);
     out.server = builder.BuildAndStart();
     if (out.server == nullptr) return false;

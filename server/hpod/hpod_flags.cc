@@ -1,44 +1,48 @@
 #include "server/hpod/hpod_flags.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
-#include "common/address.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/daemon_lock.h"
+#include "common/data_dir.h"
 #include "common/duration.h"
+#include "common/files.h"
 #include "common/version.h"
+#include "yaml-cpp/yaml.h"
 
 namespace hpo::server {
 
 namespace {
 
-// A usage error unless every non-loopback address is served over TLS or the user said
-// --insecure-listen; "" when the flags are fine.
-std::string ClearTextError(const HpodFlags& f) {
-  if (!f.tls_cert.empty() || f.insecure_listen) return "";
-  for (const auto& [flag, address] :
-       {std::pair<const char*, std::string>{"--listen", f.listen}, {"--dashboard", f.dashboard}}) {
-    if (address == "none" || IsLoopback(address)) continue;
-    return std::string("hpod: ") + flag + " " + address +
-           " is not a loopback address, and without TLS every token and trial report would "
-           "cross the network in the clear. Give hpod a certificate: --tls-cert cert.pem "
-           "--tls-key key.pem (it serves both the TCP address and the dashboard with it; a "
-           "self-signed one: openssl req -x509 -newkey rsa:3072 -nodes -days 365 -subj "
-           "/CN=$(hostname -f) -addext \"subjectAltName=DNS:$(hostname -f)\" -keyout key.pem "
-           "-out cert.pem; docs/operations.md), or say --insecure-listen on a network you "
-           "trust\n";
+// A usage error for TLS flags that do not go together; "" when the flags are fine.
+std::string TlsError(const HpodFlags& f) {
+  if (f.insecure_listen && !f.tls_cert.empty()) {
+    return "hpod: --insecure-listen serves the TCP address in clear text; it does not go with "
+           "--tls-cert\n";
+  }
+  if (f.tls_cert.empty() != f.tls_key.empty())
+    return "hpod: --tls-cert and --tls-key go together\n";
+  if (!f.tls_ca.empty() && f.tls_cert.empty()) {
+    return "hpod: --tls-ca names the CA of a site certificate: give --tls-cert and --tls-key "
+           "too\n";
   }
   return "";
 }
 
-}  // namespace
-
-int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
-  CLI::App app{
+void Define(CLI::App& app, HpodFlags& f) {
+  app.description(
       "hpod: the hyperparameter optimization daemon. It runs sweeps' trials as local processes "
       "(the local backend) and, where Slurm is configured, on the Slurm cluster: each sweep says "
       "where (`backend:`; a sweep with a slurm: section runs on Slurm). It stores everything in "
-      "DATA_DIR/hpod.db and serves hpo and the Python client."};
+      "DATA_DIR/hpod.db and serves hpo and the Python client. Its options are kept in "
+      "DATA_DIR/hpod.yaml, which every start reads (docs/operations.md).");
   app.set_version_flag("--version", std::string("hpod ") + kVersion);
   app.add_option("--data-dir", f.data_dir, "data directory (default $HPO_DATA_DIR or ~/.hpo)");
   app.add_option("--sweeps-dir", f.sweeps_dir,
@@ -90,7 +94,8 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "steps, lets its running ones finish, and ends the allocation")
       ->capture_default_str();
   app.add_option("--tls-cert", f.tls_cert,
-                 "PEM certificate (chain): the TCP address serves TLS only")
+                 "a site's PEM certificate (chain) for the TCP address and the dashboard, instead "
+                 "of the one hpod signs with its own CA (DATA_DIR/tls/ca.pem)")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-key", f.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
   app.add_option("--tls-ca", f.tls_ca,
@@ -98,8 +103,10 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
                  "itself")
       ->check(CLI::ExistingFile);
   app.add_flag("--insecure-listen", f.insecure_listen,
-               "allow a non-loopback --listen or --dashboard without TLS (tokens and reports in "
-               "the clear)");
+               "serve the TCP address and the dashboard in clear text, without TLS: anyone on the "
+               "network reads what crosses it, and a process that takes hpod's port while it is "
+               "down is not told apart from hpod by `hpo` and the Python client (agents and "
+               "trials still are: docs/operations.md, Security model)");
   app.add_option("--dashboard-idle", f.dashboard_idle,
                  "a dashboard session unused this long ends (e.g. 30m, 8h)")
       ->capture_default_str();
@@ -113,18 +120,245 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
   app.add_flag("--keep-trials-on-term", f.keep_trials_on_term,
                "SIGTERM leaves the trials running for the next hpod, as SIGUSR1 does (hpod run "
                "as a Slurm job, `hpo daemon start --as-job`); SIGINT still ends them");
+  app.add_flag("--share-group", f.share_group,
+               "make trial directories and the files of hpod and its trials readable by your "
+               "group (0750/0640) rather than by you alone (0700/0600, the default)");
+  app.add_option("--as-job", f.as_job,
+                 "this hpod runs as a Slurm job of its own, submitted with these sbatch options "
+                 "(`hpo daemon start --as-job` writes it): it runs Slurm sweeps only (it implies "
+                 "--backend slurm) and hands over to the next job before its time limit");
+  app.add_flag("--reconfigure", f.reconfigure,
+               "make the options given here the configuration of the data directory "
+               "(DATA_DIR/hpod.yaml), in place of what it says for them; without it a start "
+               "whose options differ from hpod.yaml is refused");
   app.add_flag("--check-flags", f.check_flags, "check these flags and exit (0: they are valid)")
       ->group("");
+  app.add_flag("--configure", f.configure_only,
+               "write the configuration these options make to DATA_DIR/hpod.yaml and exit")
+      ->group("");
+  app.add_flag("--show-config", f.show_config,
+               "print the options DATA_DIR/hpod.yaml keeps, name=value a line, and exit")
+      ->group("");
+}
+
+std::string Text(const std::string& s) { return s; }
+std::string Text(int i) { return std::to_string(i); }
+std::string Text(bool b) { return b ? "true" : "false"; }
+
+// The options that are a data directory's configuration (DATA_DIR/hpod.yaml), each with its
+// value as hpod.yaml keeps it; paths absolute. The others (--data-dir, --log-file, --reconfigure,
+// --check-flags) are about one start.
+struct ConfigOption {
+  const char* name;  // without the dashes
+  std::function<std::string(const HpodFlags&)> text;
+};
+#define HPO_CONFIG(name, field)                            \
+  {                                                        \
+    name, [](const HpodFlags& f) { return Text(f.field); } \
+  }
+#define HPO_CONFIG_PATH(name, field)                                                      \
+  {                                                                                       \
+    name, [](const HpodFlags& f) { return f.field.empty() ? "" : AbsolutePath(f.field); } \
+  }
+const std::vector<ConfigOption>& ConfigOptions() {
+  static const std::vector<ConfigOption> options = {
+      HPO_CONFIG_PATH("sweeps-dir", sweeps_dir),
+      HPO_CONFIG("listen", listen),
+      HPO_CONFIG("advertise", advertise),
+      HPO_CONFIG("dashboard", dashboard),
+      HPO_CONFIG("gpus", gpus),
+      HPO_CONFIG("cpus", cpus),
+      HPO_CONFIG("tick-ms", tick_ms),
+      HPO_CONFIG("report-flush-ms", report_flush_ms),
+      HPO_CONFIG("log-level", log_level),
+      HPO_CONFIG("log-format", log_format),
+      HPO_CONFIG("backend", backend),
+      HPO_CONFIG("slurm", slurm),
+      HPO_CONFIG_PATH("slurm-conf", slurm_conf),
+      HPO_CONFIG("agent-silence", agent_silence),
+      HPO_CONFIG_PATH("tls-cert", tls_cert),
+      HPO_CONFIG_PATH("tls-key", tls_key),
+      HPO_CONFIG_PATH("tls-ca", tls_ca),
+      HPO_CONFIG("insecure-listen", insecure_listen),
+      HPO_CONFIG("dashboard-idle", dashboard_idle),
+      HPO_CONFIG("no-durable", no_durable),
+      HPO_CONFIG("store-mode", store_mode),
+      HPO_CONFIG("keep-trials-on-term", keep_trials_on_term),
+      HPO_CONFIG("share-group", share_group),
+      HPO_CONFIG("as-job", as_job),
+  };
+  return options;
+}
+#undef HPO_CONFIG
+#undef HPO_CONFIG_PATH
+
+const ConfigOption* FindConfigOption(const std::string& name) {
+  for (const ConfigOption& o : ConfigOptions()) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+// Parses `args` (argv[0] first) into `f`; an error as CLI11 words it, "" when they parse.
+std::string Parse(const std::vector<std::string>& args, HpodFlags& f) {
+  CLI::App app;
+  Define(app, f);
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// hpod.yaml: each option a line, "name: value", in the order of ConfigOptions; `names` say which.
+std::string ConfigText(const HpodFlags& f, const std::vector<std::string>& names) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const ConfigOption& o : ConfigOptions()) {
+    if (std::find(names.begin(), names.end(), o.name) == names.end()) continue;
+    out << YAML::Key << o.name << YAML::Value << o.text(f);
+  }
+  out << YAML::EndMap;
+  return absl::StrCat(
+      "# hpod's options for this data directory: every start of its hpod reads them (hpod, `hpo\n"
+      "# daemon start`, an `hpo` command that starts hpod, hpod run as a Slurm job), and one "
+      "whose\n"
+      "# options differ is refused. Change them with `hpo daemon start --reconfigure OPTIONS`\n"
+      "# (or `hpod --reconfigure`), or here while hpod is stopped. See `hpod --help`.\n",
+      out.c_str(), "\n");
+}
+
+// The options in hpod.yaml at `path`, name -> value as written (none when there is no file);
+// an error "PATH:LINE:COLUMN: what is wrong" otherwise.
+absl::StatusOr<std::map<std::string, std::string>> ReadConfig(const std::string& path,
+                                                              bool* exists) {
+  std::map<std::string, std::string> out;
+  absl::StatusOr<std::string> text = ReadFile(path);
+  *exists = text.ok();
+  if (!text.ok()) return out;
+  auto where = [&](const YAML::Mark& m) {
+    return absl::StrCat(path, ":", m.line + 1, ":", m.column + 1);
+  };
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(where(e.mark), ": ", e.msg));
+  }
+  if (!root || root.IsNull()) return out;
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where(root.Mark()), ": give hpod's options as name: value lines"));
+  }
+  for (const auto& kv : root) {
+    std::string name = kv.first.Scalar();
+    if (FindConfigOption(name) == nullptr) {
+      std::vector<std::string> names;
+      for (const ConfigOption& o : ConfigOptions()) names.push_back(o.name);
+      return absl::InvalidArgumentError(absl::StrCat(where(kv.first.Mark()), ": '", name,
+                                                     "' is not one of hpod's kept options (",
+                                                     absl::StrJoin(names, ", "), ")"));
+    }
+    if (!kv.second.IsScalar()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(kv.second.Mark()), ": ", name, " takes a single value"));
+    }
+    out[name] = kv.second.Scalar();
+  }
+  return out;
+}
+
+}  // namespace
+
+int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
+  std::vector<std::string> args(argv, argv + argc);
+  // The command line alone (--help, --version and usage errors end here): which of the kept
+  // options it gives.
+  HpodFlags given;
+  CLI::App app;
+  Define(app, given);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  std::vector<std::string> said;
+  for (const ConfigOption& o : ConfigOptions()) {
+    if (app.get_option(std::string("--") + o.name)->count() > 0) said.push_back(o.name);
+  }
+  // What the data directory's hpod.yaml keeps, checked as if given on the command line.
+  DataDir dir =
+      given.data_dir.empty() ? DataDir::FromEnvironment() : DataDir(AbsolutePath(given.data_dir));
+  bool exists = false;
+  absl::StatusOr<std::map<std::string, std::string>> kept = ReadConfig(dir.config_path(), &exists);
+  if (!kept.ok()) {
+    std::fprintf(stderr, "hpod: %s\n", std::string(kept.status().message()).c_str());
+    return 2;
+  }
+  std::vector<std::string> from_file = {args[0]};
+  for (const auto& [name, value] : *kept) from_file.push_back(absl::StrCat("--", name, "=", value));
+  HpodFlags configured;
+  if (std::string e = Parse(from_file, configured); !e.empty()) {
+    std::fprintf(stderr, "hpod: %s: %s\n", dir.config_path().c_str(), e.c_str());
+    return 2;
+  }
+  // A start may add options to the configuration; one that says otherwise than it changes it only
+  // when told to.
+  std::vector<std::string> differ;
+  bool adds = false;
+  for (const std::string& name : said) {
+    const ConfigOption& o = *FindConfigOption(name);
+    if (kept->count(name) == 0) {
+      adds = true;
+    } else if (o.text(given) != o.text(configured)) {
+      differ.push_back(absl::StrCat("  --", name, " ", o.text(given),
+                                    "  (hpod.yaml: ", o.text(configured), ")"));
+    }
+  }
+  if (!differ.empty() && !given.reconfigure) {
+    std::fprintf(stderr,
+                 "hpod: %s is this data directory's configuration, and this start says "
+                 "otherwise:\n%s\nStart hpod as configured (leave these options out), or make "
+                 "them the configuration: `hpo daemon start --reconfigure ...` (or edit the file "
+                 "while hpod is stopped)\n",
+                 dir.config_path().c_str(), absl::StrJoin(differ, "\n").c_str());
+    return 2;
+  }
+  // The configuration, then the command line over it.
+  std::vector<std::string> merged = {args[0]};
+  for (const auto& [name, value] : *kept) {
+    if (std::find(said.begin(), said.end(), name) == said.end()) {
+      merged.push_back(absl::StrCat("--", name, "=", value));
+    }
+  }
+  merged.insert(merged.end(), args.begin() + 1, args.end());
+  if (std::string e = Parse(merged, f); !e.empty()) {
+    std::fprintf(stderr, "hpod: %s\n", e.c_str());
+    return 2;
+  }
+  if (f.show_config) {
+    for (const auto& [name, value] : *kept) {
+      std::printf("%s=%s\n", name.c_str(), FindConfigOption(name)->text(configured).c_str());
+    }
+    return 0;
+  }
+  // What this start keeps: options hpod.yaml did not have yet, and what --reconfigure changes.
+  // Written once this hpod holds the data directory (main).
+  if (adds || (f.reconfigure && !differ.empty())) {
+    std::vector<std::string> names = said;
+    for (const auto& [name, value] : *kept) names.push_back(name);
+    f.config_text = ConfigText(f, names);
+    f.config_path = dir.config_path();
+  }
+  if (!f.as_job.empty()) f.backend = "slurm";  // its local trials would die at every move
   if (f.backend == "slurm" && f.slurm == "off") {
     std::fprintf(stderr, "hpod: --backend slurm needs Slurm, but --slurm is off\n");
     return 2;
   }
-  if (std::string error = ClearTextError(f); !error.empty()) {
+  if (std::string error = TlsError(f); !error.empty()) {
     std::fputs(error.c_str(), stderr);
     return 2;
   }
@@ -139,6 +373,26 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
     std::fprintf(stderr, "hpod: --agent-silence %s: give a duration such as 90s or 10m\n",
                  f.agent_silence.c_str());
     return 2;
+  }
+  if (f.configure_only) {
+    if (std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path())) {
+      std::fprintf(stderr,
+                   "hpod: hpod runs for %s (on %s, pid %d): stop it before changing its "
+                   "options\n",
+                   dir.root().c_str(), holder->host.c_str(), holder->pid);
+      return 1;
+    }
+    if (!f.config_text.empty()) {
+      if (absl::Status s = MakeDirs(dir.root(), 0700); !s.ok()) {
+        std::fprintf(stderr, "hpod: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+      if (absl::Status s = WriteFileAtomic(f.config_path, f.config_text, 0600); !s.ok()) {
+        std::fprintf(stderr, "hpod: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    return 0;
   }
   return f.check_flags ? 0 : -1;
 }

@@ -1,5 +1,13 @@
 #pragma once
-// HpodFlags: hpod's command line (`hpod --help`).
+// HpodFlags: hpod's command line (`hpod --help`) over its data directory's configuration.
+//
+// The configuration, DATA_DIR/hpod.yaml, keeps hpod's options (all but --data-dir, --log-file,
+// --reconfigure and --check-flags) so that every start of that data directory's hpod is the
+// same: `hpo daemon start`, an `hpo` command that starts hpod, hpod's Slurm job, a systemd unit.
+// A start that gives options hpod.yaml does not keep yet adds them there; every start takes the
+// rest from there; and one whose command line says otherwise than hpod.yaml for an option it
+// keeps is refused (exit 2, naming each difference) unless it says --reconfigure, which writes
+// the new values.
 
 #include <string>
 
@@ -35,10 +43,24 @@ struct HpodFlags {
   // SIGTERM leaves the trials running, as SIGUSR1 does (hpod run as a Slurm job: the end of
   // its job is a move, not the end of the sweeps); SIGINT still ends them.
   bool keep_trials_on_term = false;
+  // Trial directories and the files hpod and its trials make readable by the owner's group
+  // (umask 027) instead of the owner alone (umask 077).
+  bool share_group = false;
   bool check_flags = false;  // only check the flags (`hpo daemon start` does, before starting)
+  // hpod runs as a Slurm job of its own, submitted with these sbatch options ("": it does not).
+  std::string as_job;
+  // The options given on this command line become the configuration (DATA_DIR/hpod.yaml).
+  bool reconfigure = false;
+  // Only write the configuration these options make (`hpo daemon start --as-job`, before its
+  // sbatch), or only print the kept options (`name=value` lines), and exit.
+  bool configure_only = false, show_config = false;
+  // What this start writes to `config_path` once it holds the data directory ("": nothing):
+  // options hpod.yaml did not keep yet, and what --reconfigure changes.
+  std::string config_text, config_path;
 };
 
-// Parses argv. Returns the exit code when hpod should exit at once (0 after --help or
+// Parses argv over the configuration of the data directory it names. Returns the exit code when
+// hpod should exit at once (0 after --help or
 // --version, 2 for a usage error, with the message printed); -1 to go on.
 int ParseHpodFlags(int argc, char** argv, HpodFlags& flags);
 

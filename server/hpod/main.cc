@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,7 @@
 #include "common/duration.h"
 #include "common/file_system.h"
 #include "common/files.h"
+#include "common/layout.h"
 #include "common/version.h"
 #include "hpo/v1/states.h"
 #include "server/api/hpo_service.h"
@@ -94,6 +96,11 @@ bool SlurmSweepsUnfinished(hpo::server::Store& store) {
 int main(int argc, char** argv) {
   hpo::server::HpodFlags flags;
   if (int rc = hpo::server::ParseHpodFlags(argc, argv, flags); rc >= 0) return rc;
+  // Private files whatever the caller's umask: the store, the trial directories, their logs and
+  // what the trials write (they inherit it).
+  const unsigned umask_bits =
+      flags.share_group ? hpo::layout::kGroupUmask : hpo::layout::kPrivateUmask;
+  ::umask(umask_bits);
   // gRPC's absl::Mutex would otherwise track lock graphs for deadlock detection on every lock.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (!flags.log_file.empty()) {
@@ -122,6 +129,14 @@ int main(int argc, char** argv) {
   // after the store closed.
   auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), DaemonJob());
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
+  // The options this start keeps for the next ones (hpod_flags.h), once it holds the directory.
+  if (!flags.config_text.empty()) {
+    if (absl::Status s = hpo::WriteFileAtomic(flags.config_path, flags.config_text, 0600);
+        !s.ok()) {
+      return Fail(absl::StrCat("cannot keep hpod's options: ", s.message()));
+    }
+    spdlog::info("hpod's options kept in {} for every later start", flags.config_path);
+  }
   if (const auto& gone = (*lock)->replaced()) {
     spdlog::warn(
         "the data directory was held by hpod on {} (pid {}{}{}), silent since {}: taken over",
@@ -148,6 +163,15 @@ int main(int argc, char** argv) {
   store_options.exclusive =
       flags.store_mode == "exclusive" || (flags.store_mode == "auto" && !network_fs.empty());
   auto store = hpo::server::SqliteStore::Open(data_dir.db_path(), store_options);
+  // The store (trial tokens are in it) is the owner's alone, and the trial directories' root the
+  // owner's (or the group's), also where an older hpod or a looser umask made them readable.
+  // SQLite makes the WAL and its index with the store's own mode.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::string path = data_dir.db_path() + suffix;
+    if (::access(path.c_str(), F_OK) == 0) ::chmod(path.c_str(), 0600);
+  }
+  (void)hpo::MakeDirs(data_dir.sweeps_root(), 0750);
+  ::chmod(data_dir.sweeps_root().c_str(), 0777 & ~umask_bits);
   if (store.ok() && store_options.exclusive) {
     spdlog::info("the store is held by this hpod alone (WAL without shared memory){}",
                  network_fs.empty() ? "" : absl::StrCat(": its directory is on ", network_fs));
@@ -155,6 +179,11 @@ int main(int argc, char** argv) {
   if (!store.ok()) return Fail(store.status().ToString());
 
   sigset_t signals = BlockStopSignals();
+
+  // TLS of the TCP address: a site's certificate, else one of hpod's own CA (made at the first
+  // start), unless --insecure-listen.
+  absl::StatusOr<hpo::server::ServerTls> tls = hpo::server::LoadServerTls(flags, data_dir);
+  if (!tls.ok()) return Fail(std::string(tls.status().message()));
 
   // Every trial runs under hpo-shim (installed next to hpod), so that it outlives a crash of
   // this daemon and the next start re-adopts it.
@@ -171,8 +200,8 @@ int main(int argc, char** argv) {
 #else
   hpo::slurm::AgentHub* agent_hub = nullptr;
 #endif
-  auto backend =
-      hpo::server::OpenBackends(flags, data_dir, shim, SlurmSweepsUnfinished(**store), agent_hub);
+  auto backend = hpo::server::OpenBackends(flags, data_dir, tls->ca_pem, shim,
+                                           SlurmSweepsUnfinished(**store), agent_hub);
   if (!backend.ok()) return Fail(std::string(backend.status().message()));
 
   hpo::server::ThreadedTrialFiles files;
@@ -180,7 +209,8 @@ int main(int argc, char** argv) {
   options.data_dir = data_dir;
   options.hpo_bin_dir = hpo::ExecutableDir();
   options.tick = absl::Milliseconds(flags.tick_ms);
-  options.tls_ca = hpo::server::TlsCaPath(flags);
+  options.tls_ca_pem = tls->ca_pem;
+  options.umask = umask_bits;
   hpo::server::Metrics metrics;  // /metrics: what the controller and the services measure
   options.telemetry = &metrics;
   hpo::server::Controller controller(options, **store, **backend, files, hpo::SystemClock::Get());
@@ -202,7 +232,7 @@ int main(int argc, char** argv) {
 #ifdef HPO_WITH_SLURM
   services.push_back(agents.get());
 #endif
-  auto endpoints = hpo::server::StartEndpoints(flags, data_dir, services);
+  auto endpoints = hpo::server::StartEndpoints(flags, *tls, data_dir, services);
   if (!endpoints.ok()) return Fail(std::string(endpoints.status().message()));
   controller.set_report_endpoint(endpoints->endpoint);
 #ifdef HPO_WITH_SLURM
@@ -212,8 +242,12 @@ int main(int argc, char** argv) {
   controller.Start();
   if (flags.dashboard != "none") {
     hpo::server::Dashboard::Options dashboard_options;
-    dashboard_options.tls_cert = flags.tls_cert;
-    dashboard_options.tls_key = flags.tls_key;
+    // HTTPS with a site's certificate, and off loopback with hpod's own (a browser is not asked
+    // to trust hpod's CA for a page it reaches through `ssh -L`).
+    if (!tls->clear_text && (!tls->own || !hpo::IsLoopback(flags.dashboard))) {
+      dashboard_options.tls_cert = tls->cert_path;
+      dashboard_options.tls_key = tls->key_path;
+    }
     dashboard_options.session_idle = *hpo::ParseDuration(flags.dashboard_idle);  // checked
     auto opened = hpo::server::Dashboard::Open(flags.dashboard, dashboard_options, data_dir,
                                                controller, files, tokens, metrics);
@@ -223,10 +257,8 @@ int main(int argc, char** argv) {
   }
   // What a client that finds hpod by this directory (from another host) needs besides the token:
   // where it listens, and the CA to trust there.
-  if (std::string ca = hpo::server::TlsCaPath(flags); !ca.empty()) {
-    if (absl::StatusOr<std::string> pem = hpo::ReadFile(ca); pem.ok()) {
-      WriteOrWarn(data_dir.tls_ca_path(), *pem);
-    }
+  if (!tls->clear_text) {
+    WriteOrWarn(data_dir.tls_ca_path(), tls->ca_pem);
   } else {
     ::unlink(data_dir.tls_ca_path().c_str());
   }

@@ -8,7 +8,9 @@
 #include "backend/external_backend.h"
 #include "backend/local_backend.h"
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "common/files.h"
+#include "common/layout.h"
 #include "common/status_macros.h"
 #include "server/hpod/endpoints.h"
 #include "spdlog/spdlog.h"
@@ -41,17 +43,23 @@ std::string FindSlurmConf(const std::string& flag, std::string* why) {
   return "";
 }
 
-absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& flags,
-                                                              const DataDir& data_dir,
-                                                              const std::string& shim,
-                                                              bool slurm_sweeps_unfinished,
-                                                              slurm::AgentHub* agents) {
+absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(
+    const HpodFlags& flags, const DataDir& data_dir, const std::string& tls_ca_pem,
+    const std::string& shim, bool slurm_sweeps_unfinished, slurm::AgentHub* agents) {
   auto router = std::make_unique<backend::Router>(flags.backend);
   backend::LocalBackend::Options local;
   local.gpus = flags.gpus;
   local.cpus = flags.cpus;
   local.shim = shim;
-  router->Add(std::make_unique<backend::LocalBackend>(local, SystemClock::Get()));
+  if (flags.as_job.empty()) {
+    router->Add(std::make_unique<backend::LocalBackend>(local, SystemClock::Get()));
+  } else {
+    // Local trials would die with hpod's job at its next move.
+    router->AddUnavailable("local",
+                           "hpod runs as a Slurm job (--as-job), whose end would end the trials "
+                           "it runs as its own processes: give the sweep a slurm: section (or "
+                           "`backend: slurm`), or run hpod outside Slurm for local sweeps");
+  }
   router->Add(std::make_unique<backend::ExternalBackend>(SystemClock::Get()));
 
   // --backend slurm: the sweeps that name no backend go to Slurm, so it must be there.
@@ -83,6 +91,7 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& f
   slurm::SlurmBackend::Options options;
   options.shim = shim;
   options.query_thread = true;  // a slow slurmctld never holds up the controller
+  if (agents != nullptr) options.endpoint = [agents] { return agents->Endpoint(); };
   // Allocation names carry the data directory's stable id: a restarted daemon finds its own.
   ASSIGN_OR_RETURN(options.instance, data_dir.ReadOrCreateInstanceId());
   std::string agent = DirName(shim) + "/hpo-agent";
@@ -90,7 +99,10 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& f
     options.agent.hub = agents;
     options.agent.argv = {agent, "--silence", flags.agent_silence, "--dir", agents->dir()};
     options.agent.env["HPO_ENDPOINT_FILE"] = data_dir.endpoint_path();
-    if (std::string ca = TlsCaPath(flags); !ca.empty()) options.agent.env["HPO_TLS_CA"] = ca;
+    // Its journal, its log and the steps it starts are private (or the group's) as hpod's are.
+    options.agent.env[layout::kUmaskEnv] = options.agent.env["SLURM_UMASK"] =
+        flags.share_group ? "0027" : "0077";
+    if (!tls_ca_pem.empty()) options.agent.env[kTlsCaDataEnv] = Base64Encode(tls_ca_pem);
     if (absl::Status s = MakeDirs(agents->dir(), 0700); !s.ok()) return s;
   } else {
     spdlog::warn("no {}: hpod runs each Slurm step's srun on this host", agent);
@@ -99,6 +111,7 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(const HpodFlags& f
   spdlog::info("Slurm is on: {}", conf);
 #else
   (void)data_dir;
+  (void)tls_ca_pem;
   (void)slurm_sweeps_unfinished;
   (void)agents;
   const char* why =

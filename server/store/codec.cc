@@ -85,6 +85,7 @@ std::string BudgetChangeJson(const BudgetChange& c) {
   if (c.wall_time) j["wall_time_s"] = absl::ToDoubleSeconds(*c.wall_time);
   if (c.gpu_hours) j["gpu_hours"] = *c.gpu_hours;
   if (c.node_hours) j["node_hours"] = *c.node_hours;
+  if (!c.gpu_hours_added_by.empty()) j["gpu_hours_added_by"] = c.gpu_hours_added_by;
   return j.dump();
 }
 
@@ -97,6 +98,11 @@ BudgetChange BudgetChangeFromJson(const std::string& text) {
   if (j.contains("wall_time_s")) c.wall_time = absl::Seconds(j["wall_time_s"].get<double>());
   if (j.contains("gpu_hours")) c.gpu_hours = j["gpu_hours"].get<double>();
   if (j.contains("node_hours")) c.node_hours = j["node_hours"].get<double>();
+  if (j.contains("gpu_hours_added_by") && j["gpu_hours_added_by"].is_object()) {
+    for (const auto& [user, hours] : j["gpu_hours_added_by"].items()) {
+      if (hours.is_number()) c.gpu_hours_added_by[user] = hours.get<double>();
+    }
+  }
   return c;
 }
 

@@ -41,6 +41,9 @@ struct BudgetChange {
   std::optional<absl::Duration> wall_time;  // counted from the sweep's creation, as the file's
   std::optional<double> gpu_hours;
   std::optional<double> node_hours;
+  // The GPU-hours each user other than the owner added to the budget with their extends (what
+  // an operator's cap, Caller::max_extend_gpu_hours, is held against).
+  std::map<std::string, double> gpu_hours_added_by;
   bool empty() const {
     return !max_trials && !max_concurrent && !wall_time && !gpu_hours && !node_hours;
   }

@@ -228,7 +228,8 @@ class DashboardTest(unittest.TestCase):
         # A user with no role sees no sweep: the owner's are refused.
         hpo("user", "add", "bob", "--role", "none")
         env = dict(os.environ, HPO_TOKEN_FILE=os.path.join(self.data, "users", "bob.token"),
-                   HPO_SERVER=read(os.path.join(self.data, "endpoint")))
+                   HPO_SERVER=read(os.path.join(self.data, "endpoint")),
+                   HPO_TLS_CA=os.path.join(self.data, "tls-ca.pem"))
         bob = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
         bob.open(hpo("dashboard", env=env), timeout=10)
         self.assertEqual(json.loads(bob.open(self.base + "api/sweeps").read()), [])
@@ -304,7 +305,8 @@ class DashboardTest(unittest.TestCase):
         # A viewer's page: the sweep, and no button that would change it.
         hpo("user", "add", "vic", "--role", "viewer")
         env = dict(os.environ, HPO_TOKEN_FILE=os.path.join(self.data, "users", "vic.token"),
-                   HPO_SERVER=read(os.path.join(self.data, "endpoint")))
+                   HPO_SERVER=read(os.path.join(self.data, "endpoint")),
+                   HPO_TLS_CA=os.path.join(self.data, "tls-ca.pem"))
         d = self.driver
         d.delete_all_cookies()
         d.get(hpo("dashboard", env=env))

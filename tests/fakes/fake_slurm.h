@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/address.h"
 #include "common/files.h"
 #include "slurm_backend/slurm_api.h"
 
@@ -81,6 +82,9 @@ class FakeSlurm final : public slurm::SlurmApi {
     ++partition_queries;
     return partitions;
   }
+  // What QueryNodes answers: by default one node, on this host.
+  std::vector<slurm::NodeHost> nodes = {{"n1", HostName(), "127.0.0.1"}};
+  [[nodiscard]] absl::StatusOr<std::vector<slurm::NodeHost>> QueryNodes() override { return nodes; }
   [[nodiscard]] absl::Status Signal(uint32_t job_id, int signal) override {
     signals.push_back({job_id, -1, signal});
     return absl::OkStatus();

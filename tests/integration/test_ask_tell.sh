@@ -18,10 +18,11 @@ early_stopping: {name: median, min_trials: 2, grace_steps: 1}
 YAML
 id=$(hpo submit "$WORK/ext.yaml" | tail -n 1)
 field() { $PY -c "import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
-as_trial() {  # JSON CMD...: run CMD as that trial (its id, token and endpoint in the environment)
+as_trial() {  # JSON CMD...: run CMD as that trial (its id, token, endpoint and CA in the environment)
   local j=$1
   shift
-  HPO_TRIAL_ID=$(field "$j" trial_id) HPO_TRIAL_TOKEN=$(field "$j" token) HPO_ENDPOINT=$(field "$j" endpoint) "$@"
+  HPO_TRIAL_ID=$(field "$j" trial_id) HPO_TRIAL_TOKEN=$(field "$j" token) HPO_ENDPOINT=$(field "$j" endpoint) \
+    HPO_TLS_CA_DATA=$(field "$j" tls_ca_data) "$@"
 }
 # Two good trials reach step 3 and complete.
 for i in 1 2; do

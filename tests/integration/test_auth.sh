@@ -6,8 +6,9 @@
 #    change nothing; the daemon's owner sees all (test_security.sh probes each role's calls);
 #  - the Unix socket: a connection from another uid is closed by the peer-credential check even
 #    with the file modes loosened (needs root to act as another user);
-#  - TLS with a certificate made here by openssl: trials report over it, plaintext clients are
-#    refused, a client trusting the certificate gets through.
+#  - TCP is TLS with hpod's own CA by default (remote clients trust DATA_DIR/tls-ca.pem); a
+#    site's certificate (made here by openssl) replaces it: trials report over it, plaintext
+#    clients are refused, a client trusting the certificate gets through.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 4 >/dev/null
 endpoint=$(cat "$HPO_DATA_DIR/endpoint")
@@ -25,6 +26,8 @@ hpo share "$bid" bob operator >/dev/null
 [ "$(hpo user ls | cut -f1 | tr '\n' ' ')" = "alice bob " ] || fail "hpo user ls: $(hpo user ls)"
 [ "$(stat -c %a "$(cat "$WORK/alice")")" = 600 ] || fail "a user's token file must be mode 0600"
 [ "$(stat -c %a "$HPO_DATA_DIR/users/alice.access")" = 600 ] || fail "a user's access file must be mode 0600"
+# Another user's hpo: the address, their token, and the CA hpod's certificate chains to.
+export HPO_TLS_CA=$HPO_DATA_DIR/tls-ca.pem
 as() { local who=$1; shift; HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/users/$who.token "$@"; }
 wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge 4 ]" 30
 as alice hpo ls >"$WORK/out"
@@ -50,7 +53,8 @@ PYTHONPATH="$HPO_BIN/../python" $PY - "$endpoint" "$HPO_DATA_DIR" "$aid" <<'PYEO
 import sys, grpc
 from hpo.client import Client, HpoError
 endpoint, data, aid = sys.argv[1], sys.argv[2], int(sys.argv[3])
-bob = Client(endpoint, open(f"{data}/users/bob.token").read().strip())
+ca = f"{data}/tls-ca.pem"
+bob = Client(endpoint, open(f"{data}/users/bob.token").read().strip(), tls_ca=ca)
 import hpo.client as hc
 for call in (lambda: bob.sweep(aid), lambda: bob._call("CancelSweep", hc.hpo_pb2.CancelSweepRequest(sweep_id=aid))):
     try:
@@ -59,7 +63,7 @@ for call in (lambda: bob.sweep(aid), lambda: bob._call("CancelSweep", hc.hpo_pb2
     except HpoError as e:
         assert e.code == grpc.StatusCode.PERMISSION_DENIED, e
 try:
-    Client(endpoint, "wrong").sweeps()
+    Client(endpoint, "wrong", tls_ca=ca).sweeps()
     raise SystemExit("a wrong token was accepted")
 except HpoError as e:
     assert e.code == grpc.StatusCode.UNAUTHENTICATED, e
@@ -104,11 +108,12 @@ elif [ "${CI:-}" = true ]; then
   fail "CI runs as root: the peer-credential check must be tested"
 fi
 
-# --- TLS ---
+# --- a site's certificate ---
 hpo daemon stop >/dev/null
+unset HPO_TLS_CA
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
   -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
-hpo daemon start --cpus 2 --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" >/dev/null
+hpo daemon start --reconfigure --cpus 2 --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem" >/dev/null
 endpoint=$(cat "$HPO_DATA_DIR/endpoint")
 cat >"$WORK/tls.yaml" <<'YAML'
 command: "for s in 1 2 3; do hpo report --step $s loss={x} || exit 1; done"
@@ -119,7 +124,9 @@ YAML
 id=$(hpo submit "$WORK/tls.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "trials could not report over TLS: $(hpo trials "$id")"
 [ "$(sql "SELECT COUNT(*) FROM $ALL_REPORTS r JOIN trials t ON t.id=r.trial_id WHERE t.sweep_id=$id")" -eq 9 ] || fail "9 reports over TLS expected"
-if HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >/dev/null 2>&1; then fail "a plaintext client got through the TLS port"; fi
+if HPO_INSECURE=1 HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >/dev/null 2>&1; then fail "a plaintext client got through the TLS port"; fi
+if HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token hpo ls >"$WORK/out" 2>&1; then fail "hpo called without a CA"; fi
+grep -q "set HPO_TLS_CA" "$WORK/out" || fail "hpo without a CA: unclear: $(cat "$WORK/out")"
 HPO_SERVER=$endpoint HPO_TOKEN_FILE=$HPO_DATA_DIR/token HPO_TLS_CA=$WORK/cert.pem hpo ls >"$WORK/out" \
   || fail "a client trusting the certificate was refused"
 grep -q "^$id " "$WORK/out" || fail "the TLS client does not list the sweep"

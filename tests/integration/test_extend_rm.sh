@@ -24,7 +24,7 @@ sweep_file grow 3
 id=$(hpo submit "$WORK/grow.yaml" | tail -n 1)
 hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete"
 hpo extend "$id" --trials +2 >"$WORK/out" || fail "extend failed: $(cat "$WORK/out")"
-grep -q "extended by the user: trials 5 (5 trial(s) max" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
+grep -qE "extended by the owner \([a-z0-9_-]+\): trials 5 \(5 trial\(s\) max" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
 hpo wait "$id" --timeout 60 >/dev/null || fail "the extended sweep did not complete: $(hpo show "$id")"
 [ "$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_COMPLETED'")" -eq 5 ] ||
   fail "5 trials should have completed: $(hpo trials "$id")"

@@ -55,4 +55,25 @@ rc=0; hpo extend "$id" --node-hours x >"$WORK/out" 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "--node-hours x is not a usage error (exit $rc)"
 grep -q "give node-hours X or +X" "$WORK/out" || fail "unclear usage error: $(cat "$WORK/out")"
 [ "$(hpo show "$id")" = "$before" ] || fail "a refused extend changed the sweep"
-pass "a GPU-hour budget stops new trials, lets the running ones finish, and is shown"
+
+# An operator adds GPU-hours only up to the cap the owner gave them; each extend names who did it.
+hpo user add opal --role operator --max-extend-gpu-hours 0.01 >/dev/null 2>&1
+hpo user ls | has -P "^opal\toperator\tmax_extend_gpu_hours=0.01$" || fail "hpo user ls: $(hpo user ls)"
+as_opal() { HPO_SERVER=$(cat "$HPO_DATA_DIR/endpoint") HPO_TLS_CA=$HPO_DATA_DIR/tls-ca.pem HPO_TOKEN_FILE=$HPO_DATA_DIR/users/opal.token "$@"; }
+as_opal hpo extend "$id" --gpu-hours +0.008 --trials +2 >/dev/null || fail "opal's extend within the cap was refused"
+before=$(sql "SELECT budget_json FROM sweeps WHERE id=$id")
+if as_opal hpo extend "$id" --gpu-hours +0.004 >"$WORK/out" 2>&1; then fail "opal extended past the cap"; fi
+grep -q "opal may add at most 0.01 GPU-hours to a sweep's budget" "$WORK/out" || fail "unclear: $(cat "$WORK/out")"
+[ "$(sql "SELECT budget_json FROM sweeps WHERE id=$id")" = "$before" ] || fail "a refused extend changed the budget"
+PYTHONPATH="$HPO_BIN/../python" $PY - "$HPO_DATA_DIR/hpod.db" "$id" <<'PYEOF' || fail "the sweep's events do not name who extended it"
+import sqlite3, sys
+from hpo.v1 import hpo_pb2
+db, sweep = sqlite3.connect(sys.argv[1]), int(sys.argv[2])
+said = set()
+for (payload,) in db.execute("SELECT payload FROM events WHERE sweep_id=? AND trial_id=0", (sweep,)):
+    e = hpo_pb2.Event()
+    e.ParseFromString(payload)
+    said.add(e.sweep.message)
+assert any(m.startswith("extended by opal: ") for m in said), said
+PYEOF
+pass "a GPU-hour budget stops new trials, lets the running ones finish, and is shown; an operator's extends stop at the owner's cap"

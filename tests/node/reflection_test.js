@@ -1,15 +1,17 @@
 // A gRPC client that none of hpod's code wrote and that knows nothing of its proto files:
 // grpc-js with a server-reflection client from the npm registry. It lists the services through
 // reflection, builds a stub from the descriptors the server sends, calls one read RPC
-// (ListSweeps, with the user token), and checks that the health service answers SERVING.
+// (ListSweeps, with the user token), and checks that the health service answers SERVING. It
+// reaches hpod over TLS, trusting the CA hpod keeps in its data directory (HPO_TLS_CA).
 'use strict';
 const assert = require('assert');
+const fs = require('fs');
 const grpc = require('@grpc/grpc-js');
 const { GrpcReflection } = require('grpc-js-reflection-client');
 
 const endpoint = process.env.HPO_ENDPOINT;
 const token = process.env.HPO_TOKEN;
-const creds = grpc.credentials.createInsecure();
+const creds = grpc.credentials.createSsl(fs.readFileSync(process.env.HPO_TLS_CA));
 
 function unary(client, method, request, metadata) {
   return new Promise((resolve, reject) => {

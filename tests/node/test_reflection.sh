@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Standard tooling: Node's grpc-js with a reflection client from npm (installed into the build
-# tree) lists hpod's services, calls ListSweeps, and sees the health service SERVING.
+# tree) lists hpod's services over TLS, calls ListSweeps, and sees the health service SERVING.
 source "$(dirname "$0")/../integration/lib.sh"
 NODE_DIR=${HPO_NODE_DIR:-$HPO_BIN/../node-test}
 mkdir -p "$NODE_DIR"
@@ -12,6 +12,6 @@ hpo daemon start >/dev/null
 printf 'name: for-node\ncommand: "true"\nparameters: {x: [1]}\nobjective: {metric: m, direction: max}\nalgorithm: grid\n' >"$WORK/s.yaml"
 id=$(hpo submit "$WORK/s.yaml" | tail -n 1)
 hpo wait "$id" >/dev/null
-HPO_ENDPOINT=$(cat "$HPO_DATA_DIR/endpoint") HPO_TOKEN=$(cat "$HPO_DATA_DIR/token") \
+HPO_ENDPOINT=$(cat "$HPO_DATA_DIR/endpoint") HPO_TOKEN=$(cat "$HPO_DATA_DIR/token") HPO_TLS_CA=$HPO_DATA_DIR/tls-ca.pem \
   node "$NODE_DIR/reflection_test.js" || fail "the Node reflection client failed"
 pass "grpc-js + reflection: services listed, ListSweeps answered, health SERVING"

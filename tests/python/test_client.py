@@ -221,16 +221,23 @@ class ClientTest(unittest.TestCase):
                     def details(self):
                         return "the reply was lost"
 
-                reporter = reporting.Reporter()
-                real, ids = reporter.stub, []
+                ids = []
                 class Flaky:
+                    def __init__(self, real):
+                        self.real = real
                     def Report(self, req, **kw):
-                        reply = real.Report(req, **kw)
+                        reply = self.real.Report(req, **kw)
                         ids.append(req.report_id)
                         if len(ids) == 1:
                             raise LostReply()
                         return reply
-                reporter.stub = Flaky()
+
+                class FlakyReporter(reporting.Reporter):
+                    def _connect(self):  # each connection, the first and those after a miss
+                        super()._connect()
+                        self.stub = Flaky(self.stub)
+
+                reporter = FlakyReporter()
                 assert reporter.report(None, {"loss": 2.0})  # no reply: it waits, the trial goes on
                 assert len(ids) == 1 and len(reporter.pending) == 1, ids
                 assert reporter.report(None, {"loss": 1.0})  # within the wait after a miss

@@ -7,7 +7,8 @@
 #    Python client find the new hpod through the data directory, also where its Unix socket
 #    cannot be reached (a login node: here the socket file is taken away);
 #  - the sweep completes: every trial ran once, every report is stored once;
-#  - `hpo daemon stop` stops the job's hpod through scancel, and its job ends.
+#  - `hpo daemon stop` stops the job's hpod through scancel, and its job ends; then a stray `hpo
+#    ls` starts no hpod of its own (hpod.yaml says hpod runs as a job) and says so.
 source "$(dirname "$0")/lib.sh"
 cluster_up 1 4 8
 start_hpod
@@ -32,7 +33,7 @@ hpo daemon stop --keep-trials >/dev/null
 wait "$HPOD_PID" 2>/dev/null || true
 
 # hpod as a job of its own on the cluster, with the Slurm backend (SLURM_CONF travels with sbatch).
-hpo daemon start --as-job='--cpus-per-task=1 --time=10' --insecure-listen --backend slurm >"$WORK/out" 2>&1 ||
+hpo daemon start --as-job='--cpus-per-task=1 --time=10' --backend slurm >"$WORK/out" 2>&1 ||
   fail "hpo daemon start --as-job: $(cat "$WORK/out")"
 grep -q "as Slurm job [0-9]* on " "$WORK/out" || fail "unclear start: $(cat "$WORK/out")"
 job=$(squeue -h -n hpod -o %i)
@@ -41,7 +42,10 @@ after=$(cat "$HPO_DATA_DIR/endpoint")
 [ "$after" = "$(hostname):${after##*:}" ] || fail "the endpoint of hpod in a job is $after, not this node's name"
 [ "$before" != "$after" ] || fail "hpod came back at the same address $after"
 hpo daemon status | has "Slurm job $job, endpoint $after" || fail "hpo daemon status: $(hpo daemon status)"
-grep -q -- "--keep-trials-on-term" "$HPO_DATA_DIR/hpod-job.sh" || fail "the job script: $(cat "$HPO_DATA_DIR/hpod-job.sh")"
+# Its options are the data directory's configuration, which every run of the job script reads.
+for line in "keep-trials-on-term: true" "listen: 0.0.0.0:0" "backend: slurm" "as-job: .*--cpus-per-task=1 --time=10"; do
+  grep -qx -- "$line" "$HPO_DATA_DIR/hpod.yaml" || fail "hpod.yaml lacks '$line': $(cat "$HPO_DATA_DIR/hpod.yaml")"
+done
 
 # The allocation's agent follows the endpoint file (its log goes when the allocation ends).
 wait_for "grep -q 'hpod moved: $before -> $after' '$HPO_DATA_DIR'/agents/*.log" 30 ||
@@ -70,4 +74,9 @@ done
 hpo daemon stop >/dev/null || fail "hpo daemon stop did not stop the job's hpod"
 wait_for "! squeue -h -j $job -o %i | has ." 30
 [ ! -s "$HPO_DATA_DIR/hpod.lock" ] || fail "the lock is still held: $(cat "$HPO_DATA_DIR/hpod.lock")"
+# Its data directory belongs to hpod in a job: a stray command starts no other hpod, and says
+# how to start that one.
+if hpo ls >"$WORK/out" 2>&1; then fail "hpo ls started an hpod: $(cat "$WORK/out")"; fi
+grep -q "runs as a Slurm job" "$WORK/out" && grep -q "hpo daemon start" "$WORK/out" || fail "hpo ls: $(cat "$WORK/out")"
+[ ! -s "$HPO_DATA_DIR/hpod.lock" ] || fail "hpo ls started an hpod: $(cat "$HPO_DATA_DIR/hpod.lock")"
 pass "hpod moved from $before into Slurm job $job at $after under a running sweep: agents, trials, hpo and Python followed; 6 trials ran once, 72 reports stored once; hpo daemon stop ended the job"

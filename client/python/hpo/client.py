@@ -1,4 +1,5 @@
 """Client, Sweep and report(): thin, typed wrappers over the hpo.v1 gRPC API."""
+import base64
 import os
 import secrets
 import socket
@@ -8,6 +9,7 @@ import grpc
 
 from hpo.reporting import HpoError, Reporter, report  # noqa: F401 (report: the package's)
 from hpo.reporting import channel as _channel
+from hpo.reporting import tls_ca_from_environment as _tls_ca_from_environment
 from hpo.v1 import hpo_pb2, hpo_pb2_grpc
 
 _STATE_PREFIX = {"trial": "TRIAL_STATE_", "sweep": "SWEEP_STATE_"}
@@ -54,9 +56,13 @@ def _local_endpoint(d):
     loopback = ep_host.startswith("127.") or ep_host in ("localhost", "[::1]", "::1")
     if not endpoint or endpoint.startswith("unix:") or loopback:
         return "unix:" + sock, None
-    ca = os.environ.get("HPO_TLS_CA") or None
-    if ca is None and os.path.exists(os.path.join(d, "tls-ca.pem")):
-        ca = os.path.join(d, "tls-ca.pem")
+    ca = _tls_ca_from_environment()
+    if ca is None:
+        try:
+            with open(os.path.join(d, "tls-ca.pem"), "rb") as f:
+                ca = f.read()
+        except OSError:
+            pass
     return endpoint, ca
 
 
@@ -106,9 +112,17 @@ class Client:
     ``$HPO_DATA_DIR`` (default ``~/.hpo``): its Unix socket, or from another host the address
     hpod wrote to its ``endpoint`` file (hpod run as a Slurm job), and the user token in its
     ``token`` file. ``Client(endpoint, token, tls_ca=PEM_FILE)`` connects elsewhere.
+
+    Over TCP the token goes only to a server that a CA vouches for (TLS): hpod's own, which it
+    keeps in ``DATA_DIR/tls-ca.pem``, or a site's. To an hpod started with
+    ``--insecure-listen`` (clear text) it goes only with ``HPO_INSECURE=1``.
     """
 
     def __init__(self, endpoint=None, token=None, timeout=60.0, tls_ca=None):
+        ca_pem = None
+        if tls_ca is not None:
+            with open(tls_ca, "rb") as f:
+                ca_pem = f.read()
         if endpoint is None and os.environ.get("HPO_SERVER"):
             endpoint = os.environ["HPO_SERVER"]
             if token is None:
@@ -116,12 +130,12 @@ class Client:
             if token is None and os.environ.get("HPO_TOKEN_FILE"):
                 with open(os.environ["HPO_TOKEN_FILE"]) as f:
                     token = f.read().strip()
-            if tls_ca is None:
-                tls_ca = os.environ.get("HPO_TLS_CA") or None
+            if ca_pem is None:
+                ca_pem = _tls_ca_from_environment()
         if endpoint is None:
             d = _data_dir()
             endpoint, found_ca = _local_endpoint(d)
-            tls_ca = tls_ca or found_ca
+            ca_pem = ca_pem or found_ca
             if token is None:
                 try:
                     with open(os.path.join(d, "token")) as f:
@@ -129,9 +143,15 @@ class Client:
                 except OSError as e:
                     raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"no token in {d} (is hpod running? `hpo daemon start`)") from e
+        if not ca_pem and not endpoint.startswith("unix:") and os.environ.get("HPO_INSECURE") != "1":
+            raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"{endpoint}: the token goes over TCP only to a server a CA vouches for: "
+                           "give tls_ca= (or $HPO_TLS_CA) the hpod's DATA_DIR/tls-ca.pem; for an "
+                           "hpod started with --insecure-listen, HPO_INSECURE=1 sends it in the "
+                           "clear (anyone who reads the network or takes hpod's port gets it)")
         self._token = token or ""
         self._timeout = timeout
-        self._channel = _channel(endpoint, tls_ca)
+        self._channel = _channel(endpoint, ca_pem)
         self._stub = hpo_pb2_grpc.HpoServiceStub(self._channel)
 
     def _call(self, method, request, timeout=None):
@@ -458,7 +478,8 @@ class ExternalTrial:
         self.id = asked.trial.id
         self.number = asked.trial.number
         self.params = {k: _value(v) for k, v in sorted(asked.trial.params.items())}
-        self._reporter = Reporter(asked.endpoint, asked.trial.id, asked.token)
+        ca = base64.b64decode(asked.tls_ca_data) if asked.tls_ca_data else None
+        self._reporter = Reporter(asked.endpoint, asked.trial.id, asked.token, tls_ca_pem=ca)
 
     def __repr__(self):
         return f"ExternalTrial({self.id}, {self.params})"

@@ -12,6 +12,9 @@ The journal is the one `hpo report` and `hpo exec` write (common/report_journal.
 per report, ``<id> <step or -> <unix time> <metric>=<value> ...``, and a cursor file
 (reports.sent), ``<offset> <retry after, unix ms> <backoff ms>``.
 """
+import base64
+import hashlib
+import hmac
 import os
 import secrets
 import time
@@ -37,13 +40,72 @@ class HpoError(RuntimeError):
         self.message = message
 
 
-def channel(endpoint, tls_ca_file, options=()):
-    """An insecure channel, or a TLS one trusting the PEM CA in ``tls_ca_file``."""
-    if not tls_ca_file:
+def channel(endpoint, tls_ca_pem, options=()):
+    """An insecure channel, or a TLS one trusting the PEM CA ``tls_ca_pem`` (bytes)."""
+    if not tls_ca_pem:
         return grpc.insecure_channel(endpoint, options=options)
-    with open(tls_ca_file, "rb") as f:
-        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    creds = grpc.ssl_channel_credentials(root_certificates=tls_ca_pem)
     return grpc.secure_channel(endpoint, creds, options=options)
+
+
+def tls_ca_from_environment():
+    """The CA to trust, as PEM bytes: $HPO_TLS_CA_DATA (base64 of its PEM, what hpod gives
+    trials and agents), else the file $HPO_TLS_CA; None when neither is set."""
+    data = os.environ.get("HPO_TLS_CA_DATA")
+    if data:
+        try:
+            return base64.b64decode(data.strip(), validate=True)
+        except ValueError:
+            raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                           "HPO_TLS_CA_DATA is not base64 (of a PEM CA certificate)") from None
+    path = os.environ.get("HPO_TLS_CA")
+    if path:
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise HpoError(grpc.StatusCode.FAILED_PRECONDITION,
+                           f"HPO_TLS_CA: cannot read {path}: {e.strerror}") from None
+    return None
+
+
+# The proofs a trial and hpod exchange instead of the trial's token (common/proofs.h, where the
+# texts are defined; a test checks that both sides agree).
+def _mac(token, text):
+    return hmac.new(token.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def report_proof_text(trial_id, step, report_id, made, metrics):
+    lines = ["hpo-report/1", str(int(trial_id)), "-" if step is None else str(int(step)),
+             str(int(report_id)), "-" if made is None else "%.17g" % made]
+    lines += ["%s=%.17g" % (k, float(v)) for k, v in sorted(metrics.items())]
+    return "\n".join(lines) + "\n"
+
+
+def report_proof(token, trial_id, step, report_id, made, metrics):
+    return _mac(token, report_proof_text(trial_id, step, report_id, made, metrics))
+
+
+def _reply_proof(token, request_proof, action, step):
+    return _mac(token, f"hpo-report-reply/1\n{request_proof}\n{int(action)}\n{int(step)}\n")
+
+
+def _refusal_proof(token, request_proof, code):
+    return _mac(token, f"hpo-report-refusal/1\n{request_proof}\n{int(code)}\n")
+
+
+class _Unproven(grpc.RpcError):
+    """An answer at hpod's address without hpod's proof: treated as hpod not reached."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self._message = message
+
+    def code(self):
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self):
+        return self._message
 
 
 def _timeout():
@@ -91,7 +153,7 @@ class Reporter:
     something else runs), a report waits for hpod instead, a minute at most, and a refusal or
     hpod's absence raises HpoError."""
 
-    def __init__(self, endpoint=None, trial_id=None, token=None, trial_dir=None):
+    def __init__(self, endpoint=None, trial_id=None, token=None, trial_dir=None, tls_ca_pem=None):
         if endpoint is not None:
             self.endpoint, self.trial_id, self.token = endpoint, trial_id, token
         else:
@@ -106,7 +168,7 @@ class Reporter:
         # Where hpod says it listens now (its data directory's endpoint file), followed after a
         # miss: hpod may have come back on another port or node.
         self.endpoint_file = os.environ.get("HPO_ENDPOINT_FILE") if endpoint is None else None
-        self.tls_ca = os.environ.get("HPO_TLS_CA") or None
+        self.tls_ca = tls_ca_pem if tls_ca_pem is not None else tls_ca_from_environment()
         self._connect()
         self.timeout = _timeout()
         self.journal = os.path.join(trial_dir, _JOURNAL) if trial_dir else None
@@ -118,6 +180,8 @@ class Reporter:
         # Quick to reconnect once hpod is back (gRPC's own backoff grows to two minutes).
         options = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
                    ("grpc.max_reconnect_backoff_ms", 2000)]
+        if getattr(self, "channel", None) is not None:
+            self.channel.close()
         self.channel = channel(self.endpoint, self.tls_ca, options)
         self.stub = hpo_pb2_grpc.ReportServiceStub(self.channel)
 
@@ -183,12 +247,30 @@ class Reporter:
         self.pending.append((entry, end))
 
     def _send(self, entry):
+        # The token never leaves the trial: the report carries a proof of it, and only an answer
+        # (or a refusal) with hpod's proof over that one is taken.
         rid, step, metrics, made = entry
-        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics=metrics, report_id=rid, time=made)
+        proof = report_proof(self.token, self.trial_id, step, rid, made, metrics)
+        req = hpo_pb2.ReportRequest(trial_id=self.trial_id, metrics=metrics, report_id=rid,
+                                    time=made, proof=proof)
         if step is not None:
             req.step = step
-        return self.stub.Report(req, timeout=self.timeout,
-                                metadata=(("authorization", "Bearer " + self.token),))
+        try:
+            reply = self.stub.Report(req, timeout=self.timeout)
+        except grpc.RpcError as e:
+            if e.code() in _UNREACHED:
+                raise
+            said = dict(e.trailing_metadata() or ())
+            if not hmac.compare_digest(said.get("hpo-refusal-proof", ""),
+                                       _refusal_proof(self.token, proof, e.code().value[0])):
+                raise _Unproven(f"the server at {self.endpoint} refused the report without proof "
+                                f"that it is hpod ({e.details()}); the report waits") from None
+            raise
+        if not hmac.compare_digest(reply.proof, _reply_proof(self.token, proof, reply.action,
+                                                             reply.step)):
+            raise _Unproven(f"the server at {self.endpoint} answered without proof that it is "
+                            "hpod; the report waits")
+        return reply
 
     def deliver(self, now=False):
         """Hands the waiting reports to hpod, oldest first. Returns (stop, missed): whether hpod
@@ -206,6 +288,7 @@ class Reporter:
                     followed = True  # hpod listens elsewhere now: once
                     continue
                 if e.code() in _UNREACHED:
+                    self._connect()  # the next try on a new connection
                     # A refused connection costs nothing to try again; only calls that ran into
                     # their deadline (a host that does not answer) make the wait grow.
                     slow = time.time() - sent >= FIRST_BACKOFF

@@ -12,8 +12,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "backend/process.h"
 #include "common/files.h"
+#include "common/proofs.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -30,6 +32,76 @@ using backend::LaunchSpec;
 using backend::Resources;
 using fakes::FakeSlurm;
 using ::testing::HasSubstr;
+
+// What answers at hpod's address while hpod is away, as a stranger would: it writes down all it
+// hears and answers every call with an order to run a command of its own, sealed with a key of
+// its own (it has no agent token).
+class Impostor final : public v1::AgentService::CallbackService {
+ public:
+  explicit Impostor(std::string marker) : marker_(std::move(marker)) {}
+  grpc::ServerUnaryReactor* AgentCall(grpc::CallbackServerContext* ctx,
+                                      const v1::AgentEnvelope* call,
+                                      v1::AgentEnvelope* answer) override {
+    Hear(*ctx, call->SerializeAsString());
+    v1::AgentSyncRequest req;
+    (void)req.ParseFromString(call->body());
+    v1::AgentSyncResponse order = Order();
+    answer->set_job_id(call->job_id());
+    answer->set_body(order.SerializeAsString());
+    answer->set_mac(AgentReplyMac("a guess", req.nonce(), answer->body()));
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* AgentSync(grpc::CallbackServerContext* ctx,
+                                      const v1::AgentSyncRequest* req,
+                                      v1::AgentSyncResponse* resp) override {
+    Hear(*ctx, req->SerializeAsString());
+    *resp = Order();
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  std::string heard() {
+    std::lock_guard lock(mu_);
+    return heard_;
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  void Hear(const grpc::CallbackServerContext& ctx, const std::string& body) {
+    std::lock_guard lock(mu_);
+    ++calls_;
+    for (const auto& [k, v] : ctx.client_metadata()) {
+      absl::StrAppend(&heard_, std::string(k.data(), k.size()), "=",
+                      std::string(v.data(), v.size()), "\n");
+    }
+    absl::StrAppend(&heard_, body, "\n");
+  }
+  v1::AgentSyncResponse Order() const {
+    v1::AgentSyncResponse resp;
+    resp.set_epoch("impostor");
+    v1::AgentOrder* order = resp.add_orders();
+    order->set_seq(1);
+    v1::AgentLaunch* launch = order->mutable_launch();
+    launch->set_trial_id(99);
+    launch->set_segment(1);
+    for (const char* a : {"/bin/sh", "-c"}) launch->add_argv(a);
+    launch->add_argv("id > " + marker_);
+    launch->set_workdir("/tmp");
+    launch->set_stdout_path("/dev/null");
+    launch->set_stderr_path("/dev/null");
+    launch->set_trial_dir("/tmp");
+    return resp;
+  }
+  std::string marker_;
+  std::mutex mu_;
+  std::string heard_;
+  int calls_ = 0;
+};
 
 class AgentTest : public ::testing::Test {
  protected:
@@ -141,6 +213,34 @@ class AgentTest : public ::testing::Test {
     }
     return std::nullopt;
   }
+  // Launches `spec` and waits (3 s at most) until its step runs: the record the backend gives it.
+  std::string Started(const LaunchSpec& spec) {
+    EXPECT_TRUE(fakes::LaunchNow(*backend_, spec).ok());
+    std::string backend_id;
+    for (int i = 0; i < 300 && !absl::StrContains(backend_id, " step=7"); ++i) {
+      for (auto& e : backend_->Poll()) {
+        if (!e.backend_id.empty()) backend_id = e.backend_id;
+      }
+      ::usleep(10'000);
+    }
+    return backend_id;
+  }
+  // hpod goes away, leaving its steps to their agent: what slurmctld knows moves to `cluster`.
+  void GoAway(FakeSlurm& cluster) {
+    cluster.TakeOver(*slurm_);
+    backend_->Detach();
+    backend_.reset();
+    Unserve();
+  }
+  // hpod comes back (on another port, which the endpoint file names) and takes the step back:
+  // how it ended, as the agent tells it.
+  std::optional<BackendEvent> BackForItsEnd(const FakeSlurm& cluster, const LaunchSpec& spec,
+                                            const std::string& backend_id) {
+    Serve();
+    Open(&cluster);
+    EXPECT_TRUE(backend_->Adopt(spec, backend_id, "").ok());
+    return WaitEnd();
+  }
   // What the agent wrote in its log.
   std::string AgentLog() const {
     return ReadFile(absl::StrCat(dir_, "/agents/", job_, ".log")).value_or("");
@@ -197,26 +297,13 @@ TEST_F(AgentTest, TheAllocationsAgentStartsItsStepsAndTellsHowTheyEnd) {
 TEST_F(AgentTest, AStepOutlivesHpodAndARestartLearnsItsOutcomeFromTheAgent) {
   uint32_t job = Allocate();
   LaunchSpec spec = Spec(2, {"sh", "-c", "sleep 2; exit 5"});
-  ASSERT_TRUE(fakes::LaunchNow(*backend_, spec).ok());
-  std::string backend_id;
-  for (int i = 0; i < 300 && !absl::StrContains(backend_id, " step=7"); ++i) {
-    for (auto& e : backend_->Poll()) {
-      if (!e.backend_id.empty()) backend_id = e.backend_id;
-    }
-    ::usleep(10'000);
-  }
+  std::string backend_id = Started(spec);
   ASSERT_THAT(backend_id, HasSubstr(" agent"));
   // hpod goes away, leaving the step (its journal and the agent's token stay); it comes back
   // on another port, which the endpoint file names.
   FakeSlurm cluster(canceled_);
-  cluster.TakeOver(*slurm_);
-  backend_->Detach();
-  backend_.reset();
-  Unserve();
-  Serve();
-  Open(&cluster);
-  ASSERT_TRUE(backend_->Adopt(spec, backend_id, "").ok());
-  std::optional<BackendEvent> end = WaitEnd();
+  GoAway(cluster);
+  std::optional<BackendEvent> end = BackForItsEnd(cluster, spec, backend_id);
   ASSERT_TRUE(end.has_value()) << AgentLog();
   EXPECT_EQ(end->kind, BackendEvent::Kind::kExited) << end->message;
   EXPECT_EQ(end->exit_code, 5);
@@ -266,6 +353,42 @@ TEST_F(AgentTest, AnAllocationHpodIsDoneWithIsEndedByItsAgentNotByACancel) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_THAT(canceled_, ::testing::Not(::testing::Contains(job)));
   EXPECT_FALSE(std::filesystem::exists(absl::StrCat(dir_, "/agents/", job, ".token")));
+}
+
+TEST_F(AgentTest, AnImpostorAtHpodsAddressGetsNoTokenAndStartsNothingWhileTheStepsGoOn) {
+  uint32_t job = Allocate();
+  LaunchSpec spec = Spec(5, {"sh", "-c", "sleep 4; echo done > done5"});
+  std::string backend_id = Started(spec);
+  ASSERT_THAT(backend_id, HasSubstr(" agent")) << AgentLog();
+  std::string token =
+      ReadFile(absl::StrCat(dir_, "/agents/", job, ".token")).value_or("no token file");
+  token = std::string(absl::StripAsciiWhitespace(token));
+  // hpod goes away; a stranger answers at the address the agent follows.
+  FakeSlurm cluster(canceled_);
+  GoAway(cluster);
+  std::string marker = dir_ + "/impostor-ran";
+  Impostor impostor(marker);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&impostor);
+  std::unique_ptr<grpc::Server> stranger = builder.BuildAndStart();
+  ASSERT_TRUE(WriteFileAtomic(endpoint_file_, absl::StrCat("127.0.0.1:", port, "\n")).ok());
+  // Two calls at least: the answer to the first was refused, and the agent went on calling.
+  for (int i = 0; i < 1500 && impostor.calls() < 2; ++i) ::usleep(10'000);
+  ASSERT_GE(impostor.calls(), 2) << AgentLog();
+  EXPECT_THAT(impostor.heard(), ::testing::Not(HasSubstr(token)));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the agent ran the impostor's order";
+  EXPECT_THAT(AgentLog(), HasSubstr("answered without proof that it is hpod"));
+  EXPECT_THAT(AgentLog(), ::testing::Not(HasSubstr("trial 99")));
+  stranger->Shutdown();
+  // hpod comes back: the step went on meanwhile, and its end is told.
+  std::optional<BackendEvent> end = BackForItsEnd(cluster, spec, backend_id);
+  ASSERT_TRUE(end.has_value()) << AgentLog();
+  EXPECT_EQ(end->kind, BackendEvent::Kind::kExited) << end->message;
+  EXPECT_EQ(end->exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/done5"));
+  EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
 TEST_F(AgentTest, WhileItsAgentWatchesAnAllocationSlurmctldIsAskedOnlyNowAndThen) {
@@ -360,6 +483,44 @@ TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {
   resp.Clear();
   ASSERT_TRUE(sync(42, "secret", second, "another-run", &resp).ok());
   EXPECT_EQ(resp.orders_size(), 1);
+
+  // The agent's own call: the token is never sent; hpod's answer proves itself over the call.
+  int64_t sent = absl::ToUnixMillis(absl::Now());
+  auto call = [&](uint32_t job, const std::string& token, int64_t at, const std::string& nonce,
+                  v1::AgentEnvelope* answer) {
+    v1::AgentSyncRequest req;
+    req.set_job_id(job);
+    req.set_nonce(nonce);
+    req.set_sent_unix_ms(at);
+    v1::AgentEnvelope env;
+    env.set_job_id(job);
+    env.set_body(req.SerializeAsString());
+    env.set_mac(AgentRequestMac(token, env.body()));
+    grpc::ClientContext ctx;
+    return stub->AgentCall(&ctx, env, answer);
+  };
+  v1::AgentEnvelope answer;
+  EXPECT_EQ(call(42, "wrong", sent, "n1", &answer).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(call(42, "secret", sent, "n1", &answer).ok());
+  EXPECT_TRUE(ProofsEqual(answer.mac(), AgentReplyMac("secret", "n1", answer.body())));
+  EXPECT_FALSE(ProofsEqual(answer.mac(), AgentReplyMac("secret", "n2", answer.body())));
+  v1::AgentSyncResponse inner;
+  ASSERT_TRUE(inner.ParseFromString(answer.body()));
+  EXPECT_EQ(inner.epoch(), epoch);
+  // The same call again (a replay), or one dated long ago, is refused.
+  EXPECT_EQ(call(42, "secret", sent, "n1", &answer).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(call(42, "secret", sent - 3'600'000, "n3", &answer).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(call(42, "secret", sent + 1, "n4", &answer).ok());
+  // A released allocation is told so inside the proven answer.
+  hub.Release(42);
+  answer.Clear();
+  ASSERT_TRUE(call(42, "secret", sent + 2, "n5", &answer).ok());
+  EXPECT_TRUE(ProofsEqual(answer.mac(), AgentReplyMac("secret", "n5", answer.body())));
+  inner.Clear();
+  ASSERT_TRUE(inner.ParseFromString(answer.body()));
+  EXPECT_TRUE(inner.released());
   hub.Close();
   server->Shutdown();
   hub.Forget(42);

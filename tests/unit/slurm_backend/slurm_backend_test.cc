@@ -470,6 +470,34 @@ TEST_F(SlurmStepsTest, ChecksTheAllocationAtSubmit) {
               HasSubstr("job 7 is not a pending or running job of yours"));
 }
 
+// hpod on loopback (or its Unix socket only) serves compute nodes that are this host alone: a
+// sweep on a cluster with other hosts is refused at submit, saying how to listen where they can
+// reach it; on this host's own nodes (the throwaway cluster) it goes on.
+TEST_F(SlurmStepsTest, ASweepWhoseNodesCannotReachHpodIsRefusedWithTheFix) {
+  auto vet = [&](const std::string& endpoint, std::vector<NodeHost> nodes) {
+    auto fake = std::make_unique<FakeSlurm>(canceled_);
+    fake->nodes = std::move(nodes);
+    SlurmBackend::Options options;
+    options.srun = srun_;
+    options.instance = "test";
+    options.endpoint = [endpoint] { return endpoint; };
+    SlurmBackend backend(std::move(fake), clock_, options);
+    absl::Status got = absl::InternalError("no answer");
+    backend.Vet(0, Gpus(1), Where(), false, [&](const absl::Status& v) { got = v; });
+    return got;
+  };
+  std::vector<NodeHost> remote = {{"n1", HostName(), "127.0.0.1"}, {"gpu7", "gpu7", "10.0.0.7"}};
+  for (const char* endpoint : {"127.0.0.1:4000", "localhost:4000", "unix:/tmp/x/hpod.sock"}) {
+    absl::Status s = vet(endpoint, remote);
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << endpoint << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("gpu7 (gpu7)"));
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("hpo daemon start --reconfigure --listen 0.0.0.0:0"));
+  }
+  EXPECT_TRUE(vet(absl::StrCat(HostName(), ":4000"), remote).ok());
+  EXPECT_TRUE(vet("127.0.0.1:4000", {{"n1", HostName(), "127.0.0.1"}}).ok());
+}
+
 // The light touch on slurmctld: with agents telling hpod the rest, one query of the user's jobs
 // per interval, a doubling back-off while slurmctld refuses (rate limit), and none at all
 // between intervals however often hpod polls.

@@ -709,7 +709,7 @@ TEST_F(ControllerTest, ExtendReopensAnEndedSweepAndItsSearchGoesOnAsIfLargerFrom
   EXPECT_EQ(extended->state(), v1::SWEEP_STATE_RUNNING);
   EXPECT_EQ(extended->max_trials(), 8);
   EXPECT_EQ(extended->max_concurrent(), 3);
-  EXPECT_THAT(extended->message(), ::testing::HasSubstr("extended by the user: trials 8"));
+  EXPECT_THAT(extended->message(), ::testing::HasSubstr("): trials 8"));
   RunUntilEnded();
   EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->state(),
             v1::SWEEP_STATE_COMPLETED);
@@ -767,6 +767,51 @@ TEST_F(ControllerTest, ARetriedExtendOrEnqueueAppliesOnceAcrossACrash) {
   ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
   ASSERT_TRUE(controller().Extend(Controller::AllowedForTest(), extend).ok());
   EXPECT_EQ(controller().GetSweep(server::Controller::AllowedForTest(), id)->max_trials(), 11);
+}
+
+TEST_F(ControllerTest, AnOperatorAddsGpuHoursOnlyUpToTheOwnersCapAndEachExtendNamesWhoDidIt) {
+  int64_t id = Submit(Spec(20, 2, "resources: {gpus: 1}\n", "{metric: loss, direction: minimize}",
+                           ", gpu_hours: 1"));
+  Caller opal;
+  opal.user = "opal";
+  opal.role = Role::kOperator;
+  opal.max_extend_gpu_hours = 3;
+  absl::StatusOr<Allowed> allowed = controller().Allow(opal, {Action::kOperate, id});
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  auto extend = [&](double add) {
+    v1::ExtendSweepRequest req;
+    req.set_sweep_id(id);
+    req.set_add_gpu_hours(add);
+    return controller().Extend(*allowed, req);
+  };
+  absl::StatusOr<v1::Sweep> first = extend(2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_THAT(first->message(), ::testing::HasSubstr("extended by opal: GPU-hours 3"));
+  // 2 added of 3: one more is the most, whatever the sweep's budget has become.
+  absl::StatusOr<v1::Sweep> over = extend(1.5);
+  ASSERT_TRUE(absl::IsPermissionDenied(over.status())) << over.status();
+  EXPECT_THAT(std::string(over.status().message()),
+              ::testing::HasSubstr("opal may add at most 3 GPU-hours"));
+  EXPECT_THAT(std::string(over.status().message()), ::testing::HasSubstr("added 2 to sweep"));
+  EXPECT_DOUBLE_EQ(controller().GetSweep(Controller::AllowedForTest(), id)->gpu_hours_budget(), 3);
+  ASSERT_TRUE(extend(1).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(extend(0.01).status()));
+  // What opal added is kept with the sweep, across a restart of hpod.
+  SweepRecord stored = daemon_->sqlite().LoadSweeps()->at(0);
+  EXPECT_DOUBLE_EQ(stored.budget_change.gpu_hours_added_by.at("opal"), 3);
+  // The owner has no cap, and says who extended.
+  v1::ExtendSweepRequest more;
+  more.set_sweep_id(id);
+  more.set_add_gpu_hours(10);
+  absl::StatusOr<v1::Sweep> owner = controller().Extend(Controller::AllowedForTest(), more);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  EXPECT_THAT(owner->message(), ::testing::HasSubstr("extended by the owner"));
+  // Without a cap an operator adds as the owner does, and what it added is counted all the same.
+  opal.max_extend_gpu_hours.reset();
+  allowed = controller().Allow(opal, {Action::kOperate, id});
+  ASSERT_TRUE(extend(5).ok());
+  EXPECT_DOUBLE_EQ(
+      daemon_->sqlite().LoadSweeps()->at(0).budget_change.gpu_hours_added_by.at("opal"), 8);
 }
 
 TEST_F(ControllerTest, ExtendRefusesWhatGivesNothingMoreAndChangesNothing) {
