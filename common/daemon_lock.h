@@ -1,20 +1,29 @@
 #pragma once
 // DaemonLock: one hpod per data directory, also when the directory is shared between hosts
-// (hpod run as a Slurm job moves from node to node over a network file system).
+// (hpod run as a Slurm job moves from node to node over a network file system), and a holder
+// that loses it writes nothing more.
 //
-// The lock file (DATA_DIR/hpod.lock) is held with flock while hpod runs, which keeps a second
-// hpod of the same host out (and of other hosts where the file system carries flock across
-// them). Since not every network file system does (Lustre without its flock mount option), the
-// file also says who holds it, "<host> <pid> <job or -> <unix seconds>", and the holder writes
-// the time again every kBeat. Another host's hpod takes the store only once that time is older
-// than kStale, when the holder is surely gone; a clean exit empties the file at once. Clocks of
-// the cluster's hosts are taken to agree within seconds (NTP).
+// The lock file (DATA_DIR/hpod.lock) says who holds it, "<host> <pid> <job or -> <unix seconds>
+// <mark>", the mark being this run's own random fencing token. A start makes the file with
+// O_EXCL (atomic also on NFS), so of two that start together one gets it; a clean stop removes
+// it. A file that is there already is taken only when it names nobody, or a holder of this host
+// whose process is gone, or one silent for `stale` (its node died; the time is written again
+// every kBeat) — and only by replacing it with a file of the taker's own (rename), never by
+// writing into it, after which the taker waits `settle` and reads it again: of two takers the
+// last rename wins, and the other refuses. The file is also held with flock where the file
+// system carries it, which keeps a second hpod of the same host out at once.
 //
-// Thread safety: the beat runs on a thread of its own; the object is otherwise used from one.
+// The holder reads the file again, by its path, before every beat and whenever asked
+// (StillHeld; the store asks before every commit, inside the transaction): the moment it names
+// another holder, the holder's lost handler runs (hpod stops at once, writing nothing more).
+// Clocks of the cluster's hosts are taken to agree within seconds (NTP).
+//
+// Thread safety: the beat runs on a thread of its own; StillHeld may be called from any thread.
 // Errors: FAILED_PRECONDITION naming the holder when another hpod holds the lock; UNAVAILABLE
-// when the file cannot be opened or written.
+// when the file cannot be made or written.
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,8 +38,9 @@ namespace hpo {
 struct LockHolder {
   std::string host;
   int pid = 0;
-  std::string job;  // the Slurm job hpod runs as, or ""
-  absl::Time seen;  // the holder's last beat
+  std::string job;   // the Slurm job hpod runs as, or ""
+  absl::Time seen;   // the holder's last beat
+  std::string mark;  // its run's fencing token ("" as an older hpod wrote the file)
 };
 
 // The holder a lock file names, or nullopt for an empty (free) or unreadable one.
@@ -52,28 +62,56 @@ class DaemonLock {
  public:
   static constexpr absl::Duration kBeat = absl::Seconds(10);
   static constexpr absl::Duration kStale = absl::Seconds(45);
+  static constexpr absl::Duration kSettle = absl::Seconds(1);
 
+  struct Options {
+    // How long another host's holder must have been silent before it is taken over.
+    absl::Duration stale = kStale;
+    // How long a taker waits before it reads the file again to see that it kept it.
+    absl::Duration settle = kSettle;
+    absl::Duration beat = kBeat;
+  };
   // Takes the lock at `path` for this process (`host`: this host's name; `job`: its Slurm job,
   // or ""), and starts beating.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DaemonLock>> Acquire(const std::string& path,
                                                                            const std::string& host,
-                                                                           const std::string& job);
-  // Stops beating and empties the file: the lock is free at once.
+                                                                           const std::string& job,
+                                                                           const Options& options);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DaemonLock>> Acquire(const std::string& path,
+                                                                           const std::string& host,
+                                                                           const std::string& job) {
+    return Acquire(path, host, job, Options());
+  }
+  // Stops beating and removes the file if it still names this holder: the lock is free at once.
   ~DaemonLock();
   DaemonLock(const DaemonLock&) = delete;
   DaemonLock& operator=(const DaemonLock&) = delete;
 
   // The holder this lock replaced after it went silent, if any (for the log).
   const std::optional<LockHolder>& replaced() const { return replaced_; }
+  // This run's fencing token, as the file says it.
+  const std::string& mark() const { return mark_; }
+
+  // Runs once, on the thread that finds it (a beat, or a StillHeld), the moment the file names
+  // another holder (or none): `now` is whom it names. hpod's stops the process at once.
+  void OnLost(std::function<void(const std::optional<LockHolder>& now)> lost);
+  // Whether the file at the path still names this holder (read anew, never from a cache); when
+  // it does not, the lost handler runs first.
+  bool StillHeld();
 
  private:
-  DaemonLock(int fd, std::string host, std::string job);
+  DaemonLock(int fd, std::string path, std::string host, std::string job, std::string mark,
+             Options options);
   absl::Status Write();
   void Beat();
 
   int fd_;
-  std::string host_, job_;
+  const std::string path_, host_, job_, mark_;
+  const Options options_;
   std::optional<LockHolder> replaced_;
+  std::mutex lost_mu_;
+  std::function<void(const std::optional<LockHolder>&)> lost_;
+  bool lost_called_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -11,7 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-optuna python3-grpcio python3-protobuf python3-pandas
   python3-matplotlib python3-nbclient python3-nbformat python3-ipykernel
-  slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils openssl util-linux
+  slurmctld slurmd slurm-client munge libslurm-dev bc bsdutils openssl util-linux bindfs
   libcpp-httplib-dev prometheus-cpp-dev libjs-chart.js
   chromium chromium-driver python3-selenium python3-prometheus-client
   clang libclang-rt-14-dev clang-format

@@ -93,6 +93,11 @@ void Define(CLI::App& app, HpodFlags& f) {
                  "an allocation's hpo-agent that has not heard from hpod this long takes no new "
                  "steps, lets its running ones finish, and ends the allocation")
       ->capture_default_str();
+  app.add_option("--lock-stale", f.lock_stale,
+                 "how long another host's hpod must have been silent (its lock file not written "
+                 "again) before this one takes its data directory over; the hosts' clocks must "
+                 "agree to well within it")
+      ->capture_default_str();
   app.add_option("--tls-cert", f.tls_cert,
                  "a site's PEM certificate (chain) for the TCP address and the dashboard, instead "
                  "of the one hpod signs with its own CA (DATA_DIR/tls/ca.pem)")
@@ -176,6 +181,7 @@ const std::vector<ConfigOption>& ConfigOptions() {
       HPO_CONFIG("slurm", slurm),
       HPO_CONFIG_PATH("slurm-conf", slurm_conf),
       HPO_CONFIG("agent-silence", agent_silence),
+      HPO_CONFIG("lock-stale", lock_stale),
       HPO_CONFIG_PATH("tls-cert", tls_cert),
       HPO_CONFIG_PATH("tls-key", tls_key),
       HPO_CONFIG_PATH("tls-ca", tls_ca),
@@ -366,6 +372,12 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
       !idle.ok() || *idle <= absl::ZeroDuration()) {
     std::fprintf(stderr, "hpod: --dashboard-idle %s: give a duration such as 30m or 8h\n",
                  f.dashboard_idle.c_str());
+    return 2;
+  }
+  if (absl::StatusOr<absl::Duration> stale = ParseDuration(f.lock_stale);
+      !stale.ok() || *stale < absl::Seconds(2)) {
+    std::fprintf(stderr, "hpod: --lock-stale %s: give a duration of 2s or more, such as 45s\n",
+                 f.lock_stale.c_str());
     return 2;
   }
   if (absl::StatusOr<absl::Duration> silence = ParseDuration(f.agent_silence);

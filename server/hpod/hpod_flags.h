@@ -33,6 +33,8 @@ struct HpodFlags {
   // An allocation's hpo-agent that has not heard from hpod this long lets its steps finish and
   // ends the allocation.
   std::string agent_silence = "10m";
+  // Another host's hpod silent this long is taken to be gone: this one takes its data directory.
+  std::string lock_stale = "45s";
   std::string tls_cert, tls_key, tls_ca;  // TLS for the TCP address and the dashboard
   bool insecure_listen = false;           // allow a non-loopback --listen / --dashboard without TLS
   std::string dashboard_idle = "8h";      // a dashboard session ends after this long unused

@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -127,8 +130,28 @@ int main(int argc, char** argv) {
   }
   // One daemon per data directory, also across hosts that share it; held until hpod exits,
   // after the store closed.
-  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), DaemonJob());
+  hpo::DaemonLock::Options lock_options;
+  lock_options.stale = *hpo::ParseDuration(flags.lock_stale);  // checked
+  // Several beats within the stale time, so that a live holder is never taken for a gone one.
+  lock_options.beat = std::min(hpo::DaemonLock::kBeat, lock_options.stale / 4);
+  auto lock =
+      hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), DaemonJob(), lock_options);
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
+  // Another hpod took the data directory (this one was frozen, or cut off, past --lock-stale):
+  // nothing more of this one's is written, the store's commits included (their fence, below);
+  // its trials go on, for that hpod.
+  (*lock)->OnLost([root = data_dir.root()](const std::optional<hpo::LockHolder>& now) {
+    std::string who = now ? absl::StrCat("hpod on ", now->host, " (pid ", now->pid, ")")
+                          : std::string("nobody (its lock file is gone)");
+    spdlog::critical(
+        "this hpod no longer holds {}: its lock file names {}; it stops at once and "
+        "writes nothing more",
+        root, who);
+    spdlog::default_logger()->flush();
+    std::fprintf(stderr, "hpod: this hpod no longer holds %s (its lock file names %s); stopped\n",
+                 root.c_str(), who.c_str());
+    std::_Exit(75);
+  });
   // The options this start keeps for the next ones (hpod_flags.h), once it holds the directory.
   if (!flags.config_text.empty()) {
     if (absl::Status s = hpo::WriteFileAtomic(flags.config_path, flags.config_text, 0600);
@@ -157,6 +180,7 @@ int main(int argc, char** argv) {
   hpo::server::SqliteStore::Options store_options;
   store_options.durable = !flags.no_durable;
   store_options.report_flush_interval = absl::Milliseconds(flags.report_flush_ms);
+  store_options.fence = [held = lock->get()] { return held->StillHeld(); };
   // SQLite's shared-memory WAL index does not work across hosts: on a network file system the
   // store is held by this one connection.
   std::string network_fs = hpo::NetworkFileSystem(data_dir.root());

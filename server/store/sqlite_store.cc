@@ -186,7 +186,12 @@ absl::Status SqliteStore::Commit() {
     // A cached statement stepped to a row and left there keeps a read transaction open after
     // the commit, and an open reader stops the checkpointer: the WAL would grow without end.
     for (auto& [sql, st] : stmts_) sqlite3_reset(st);
-    failure_ = Exec("COMMIT");
+    // The fence: a write of an hpod that lost its data directory is never committed.
+    if (options_.fence && !options_.fence()) {
+      failure_ = absl::AbortedError("this hpod no longer holds its data directory");
+    } else {
+      failure_ = Exec("COMMIT");
+    }
   }
   if (failure_.ok()) {
     in_sql_ = false;

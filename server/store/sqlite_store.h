@@ -19,6 +19,7 @@
 // Thread safety: one thread (see Store).
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,10 @@ class SqliteStore final : public Store {
     // so a second opener gets "database is locked"), and checkpoints run on it after commits
     // (SQLite's autocheckpoint) instead of on a connection and thread of their own.
     bool exclusive = false;
+    // Asked inside every write transaction, just before its COMMIT: false (this hpod no longer
+    // holds its data directory: DaemonLock::StillHeld) and the transaction is rolled back, not
+    // committed. Null: not asked.
+    std::function<bool()> fence;
   };
   // Opens (creating) the database at `path` and migrates it to the current schema.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,

@@ -23,11 +23,11 @@ def _data_dir():
 
 def _lock_holder_host(d):
     """The host of the hpod that holds data directory ``d`` while it beats (hpod.lock:
-    "HOST PID JOB UNIX_SECONDS", written again every 10 s), else None."""
+    "HOST PID JOB UNIX_SECONDS MARK", written again every 10 s), else None."""
     try:
         with open(os.path.join(d, "hpod.lock")) as f:
             fields = f.read().split()
-        if len(fields) == 4 and int(fields[3]) + 45 > time.time():
+        if len(fields) in (4, 5) and int(fields[3]) + 45 > time.time():
             return fields[0]
     except (OSError, ValueError):
         pass

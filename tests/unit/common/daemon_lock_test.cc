@@ -5,6 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/address.h"
@@ -29,6 +32,18 @@ class DaemonLockTest : public ::testing::Test {
                                                     absl::ToUnixSeconds(absl::Now() - ago), "\n"))
                     .ok());
   }
+  // What a taker of another host does: a file of its own, renamed over the lock file.
+  void OtherTakesOver() {
+    ASSERT_TRUE(WriteFileAtomic(path_, absl::StrCat("node9 77 - ", absl::ToUnixSeconds(absl::Now()),
+                                                    " feedbeef\n"))
+                    .ok());
+  }
+  static DaemonLock::Options Quick() {
+    DaemonLock::Options o;
+    o.settle = absl::Milliseconds(20);
+    o.beat = absl::Milliseconds(20);
+    return o;
+  }
   std::string dir_, path_;
 };
 
@@ -45,7 +60,7 @@ TEST_F(DaemonLockTest, TheHolderIsNamedAndASecondHpodIsRefused) {
   ASSERT_TRUE(absl::IsFailedPrecondition(second.status()));
   EXPECT_THAT(std::string(second.status().message()), ::testing::HasSubstr("hpod on login1"));
   first->reset();  // a clean exit frees it at once
-  EXPECT_EQ(*ReadFile(path_), "");
+  EXPECT_FALSE(std::filesystem::exists(path_));
   EXPECT_TRUE(DaemonLock::Acquire(path_, "login1", "").ok());
 }
 
@@ -79,6 +94,87 @@ TEST_F(DaemonLockTest, AFileThatNamesNobodyIsFree) {
   auto lock = DaemonLock::Acquire(path_, "login1", "");
   ASSERT_TRUE(lock.ok()) << lock.status();
   EXPECT_FALSE((*lock)->replaced().has_value());
+}
+
+TEST_F(DaemonLockTest, OfStartsAtTheSameMomentOneGetsTheDirectory) {
+  // A fresh directory (no lock file: O_EXCL decides), then one left by a holder long gone (the
+  // last of the renames decides, and each taker reads the file again after the settle).
+  for (bool stale : {false, true}) {
+    if (stale) OtherHolds(DaemonLock::kStale + absl::Seconds(5));
+    std::vector<std::thread> starts;
+    std::mutex mu;
+    std::vector<std::unique_ptr<DaemonLock>> won;
+    int refused = 0;
+    for (int i = 0; i < 8; ++i) {
+      starts.emplace_back([&, i] {
+        auto lock = DaemonLock::Acquire(path_, absl::StrCat("host", i), "", Quick());
+        std::lock_guard g(mu);
+        if (lock.ok()) {
+          won.push_back(std::move(*lock));
+        } else {
+          EXPECT_TRUE(absl::IsFailedPrecondition(lock.status())) << lock.status();
+          ++refused;
+        }
+      });
+    }
+    for (auto& t : starts) t.join();
+    ASSERT_EQ(won.size(), 1u) << (stale ? "taking over" : "fresh");
+    EXPECT_EQ(refused, 7);
+    std::optional<LockHolder> named = NamedLockHolder(path_);
+    ASSERT_TRUE(named.has_value());
+    EXPECT_EQ(named->mark, won[0]->mark());
+    won.clear();
+    EXPECT_FALSE(std::filesystem::exists(path_));
+  }
+}
+
+TEST_F(DaemonLockTest, AHolderThatWasTakenOverFindsOutAndLeavesTheFileAlone) {
+  auto lock = DaemonLock::Acquire(path_, "login1", "", Quick());
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_TRUE((*lock)->StillHeld());
+  std::mutex mu;
+  std::optional<LockHolder> told;
+  int calls = 0;
+  (*lock)->OnLost([&](const std::optional<LockHolder>& now) {
+    std::lock_guard g(mu);
+    told = now;
+    ++calls;
+  });
+  // Frozen past the stale time, it was taken over (the file system kept no flock across hosts).
+  OtherTakesOver();
+  // Its next beat finds out, and the handler runs once; so does anything asking (the store's
+  // fence), which is told no.
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard g(mu);
+      if (calls > 0) break;
+    }
+    ::usleep(10'000);
+  }
+  EXPECT_FALSE((*lock)->StillHeld());
+  {
+    std::lock_guard g(mu);
+    EXPECT_EQ(calls, 1);
+    ASSERT_TRUE(told.has_value());
+    EXPECT_EQ(told->host, "node9");
+    EXPECT_EQ(told->mark, "feedbeef");
+  }
+  // It writes nothing more there, and does not free what is another's.
+  lock->reset();
+  std::optional<LockHolder> named = NamedLockHolder(path_);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->host, "node9");
+}
+
+TEST_F(DaemonLockTest, AnotherHostsHolderIsTakenOverOnlyOnceSilentForTheStaleTime) {
+  DaemonLock::Options o = Quick();
+  o.stale = absl::Seconds(20);
+  OtherHolds(absl::Seconds(15));
+  EXPECT_TRUE(absl::IsFailedPrecondition(DaemonLock::Acquire(path_, "nid001", "", o).status()));
+  OtherHolds(absl::Seconds(25));
+  auto lock = DaemonLock::Acquire(path_, "nid001", "", o);
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_EQ((*lock)->replaced()->host, "node7");
 }
 
 TEST_F(DaemonLockTest, ClientsSeeTheLiveHolderOnly) {
