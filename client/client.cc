@@ -511,6 +511,9 @@ absl::StatusOr<DaemonJob> StartDaemonAsJob(const std::vector<std::string>& sbatc
       out,
       "\n"
       "#SBATCH --open-mode=append\n"
+      "# SIGTERM two minutes before the time limit: hpod stops in its own time, leaving the\n"
+      "# trials to the next hpod.\n"
+      "#SBATCH --signal=B:TERM@120\n"
       "exec ",
       ShellQuote(hpod), " ", ShellQuote("--data-dir=" + dir.root()), " ",
       ShellQuote("--log-file=" + dir.log_path()), "\n");
@@ -556,9 +559,16 @@ absl::Status StopDaemon(absl::Duration timeout, bool keep_trials) {
   DataDir dir = DataDir::FromEnvironment();
   std::optional<LockHolder> holder = LiveLockHolder(dir.lock_path());
   if (holder && !holder->job.empty()) {
-    // hpod run as a Slurm job, on whichever node: its job's batch step is hpod itself.
-    auto [rc, said] = RunCommand(
-        {"scancel", "--batch", keep_trials ? "--signal=USR1" : "--signal=INT", holder->job});
+    // hpod run as a Slurm job (of one node), on whichever node: signaled there, by its pid, from
+    // a step of its own job (under a scrontab line hpod is not the batch step's main process, which
+    // is all `scancel --batch` reaches); where no step can start, through scancel.
+    auto [rc, said] = RunCommand({"srun", "--jobid=" + holder->job, "--overlap", "--nodes=1",
+                                  "--ntasks=1", "--quiet", "kill", keep_trials ? "-USR1" : "-INT",
+                                  std::to_string(holder->pid)});
+    if (rc != 0) {
+      std::tie(rc, said) = RunCommand(
+          {"scancel", "--batch", keep_trials ? "--signal=USR1" : "--signal=INT", holder->job});
+    }
     if (rc != 0) {
       return absl::UnavailableError(absl::StrCat("scancel could not signal hpod's job ",
                                                  holder->job, ": ",

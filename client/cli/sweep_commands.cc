@@ -240,6 +240,13 @@ void SweepCommands::Show() {
   std::printf("source %s, algorithm %s, early stopping %s, backend %s, %lld at a time\n",
               sweep.source().c_str(), sweep.algorithm().c_str(), sweep.early_stopping().c_str(),
               sweep.backend().c_str(), static_cast<long long>(sweep.max_concurrent()));
+  std::printf("defaults: version %d%s\n", sweep.defaults_version(),
+              sweep.hpod_version().empty()
+                  ? ""
+                  : (" (submitted to hpod " + sweep.hpod_version() + ")").c_str());
+  for (const std::string& w : sweep.stored_warnings()) {
+    std::printf("runs as stored; this hpod would refuse: %s\n", w.c_str());
+  }
   if (!sweep.algorithm_choice().empty()) {
     std::printf("algorithm auto: %s\n", sweep.algorithm_choice().c_str());
   }

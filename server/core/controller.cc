@@ -10,6 +10,7 @@
 #include "common/crypto.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "hpo/v1/states.h"
 #include "server/core/budget.h"
 #include "server/core/convert.h"
@@ -22,7 +23,8 @@ namespace hpo::server {
 
 Controller::Controller(Options options, Store& store, backend::Backend& backend, TrialFiles& files,
                        const Clock& clock)
-    : store_(store),
+    : spec_defaults_(options.spec_defaults.empty() ? SpecDefaultVersions() : options.spec_defaults),
+      store_(store),
       backend_(backend),
       files_(files),
       clock_(clock),
@@ -43,7 +45,8 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
 Controller::~Controller() { Shutdown(); }
 
 absl::Status Controller::Recover() {
-  absl::Status s = Recovery(table_, store_, backend_, lifecycle_, events_, clock_).Run();
+  absl::Status s =
+      Recovery(table_, store_, backend_, lifecycle_, events_, clock_, spec_defaults_).Run();
   if (s.ok()) backend_.Act();  // stops of sweeps that were ending, now durable again
   return s;
 }
@@ -113,7 +116,8 @@ Controller::Done Controller::Validate(const Allowed& allowed, const v1::Validate
                                       Reply<v1::ValidateSweepResponse> reply) {
   if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
   v1::ValidateSweepResponse resp;
-  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
+  PlanResult planned =
+      PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, SubmitDefaults());
   for (const std::string& e : planned.errors) resp.add_errors(e);
   resp.set_valid(planned.plan.has_value());
   if (!planned.plan) return reply(std::move(resp));
@@ -148,7 +152,8 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
     return reply(absl::UnavailableError(absl::StrCat(
         "hpod refuses new sweeps while it cannot write its data: ", health.message())));
   }
-  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
+  PlanResult planned =
+      PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, SubmitDefaults());
   if (!planned.plan) {
     std::string msg = "the sweep is invalid:";
     for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
@@ -161,7 +166,7 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
         PilotYaml(req.spec_yaml(), req.pilot_trials(), req.pilot_steps());
     if (!pilot.ok()) return reply(pilot.status());
     spec_yaml = std::move(*pilot);
-    planned = PlanSweep(spec_yaml, req.source(), req.base_dir(), &backend_);
+    planned = PlanSweep(spec_yaml, req.source(), req.base_dir(), &backend_, SubmitDefaults());
     if (!planned.plan) {
       std::string msg = "the sweep's pilot is invalid:";
       for (const auto& e : planned.errors) absl::StrAppend(&msg, "\n  ", e);
@@ -189,6 +194,8 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
   rec.backend = sweep->spec().placement.backend;  // resolved by PlanSweep
   rec.queue = sweep->spec().enqueue;
   rec.name = !req.name().empty() ? req.name() : sweep->spec().name;
+  rec.defaults_version = spec_defaults_.back().version;
+  rec.hpod_version = kVersion;
   // What it is expected to cost, when its file (or the sweep it names as like) says how long its
   // trials are; kept to compare with what it used.
   if (absl::StatusOr<EstimateInputs> in =

@@ -76,6 +76,9 @@ class Controller {
     absl::Duration tick = absl::Milliseconds(50);
     // What batches and reports are measured by (server/core/telemetry.h); null: nothing.
     Telemetry* telemetry = nullptr;
+    // The versions of the sweep-file defaults this hpod knows, oldest first (empty: its own,
+    // SpecDefaultVersions()): a new sweep takes the last, a stored one keeps its own.
+    std::vector<SpecDefaults> spec_defaults;
   };
   using Done = BatchLoop::Done;
   using Work = BatchLoop::Work;
@@ -294,6 +297,9 @@ class Controller {
   void Change(Sweep& sweep, const BudgetChange& change, const std::string& message);
   v1::Sweep View(const Sweep& sweep, bool with_spec = false) const;
 
+  // What a file's omissions mean for sweeps submitted now, and for stored ones (Options).
+  std::vector<SpecDefaults> spec_defaults_;
+  ParseOptions SubmitDefaults() const { return ParseOptions{&spec_defaults_.back(), false}; }
   Store& store_;
   backend::Backend& backend_;
   TrialFiles& files_;

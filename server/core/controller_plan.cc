@@ -113,7 +113,8 @@ Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepReq
                                   Reply<v1::PlanSweepResponse> reply) {
   if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
   v1::PlanSweepResponse resp;
-  PlanResult planned = PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_);
+  PlanResult planned =
+      PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, SubmitDefaults());
   for (const std::string& e : planned.errors) resp.add_errors(e);
   if (!planned.plan) return reply(std::move(resp));
   const SweepSpec& spec = planned.plan->spec;

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/version.h"
 #include "hpo/v1/states.h"
 #include "server/core/budget.h"
 #include "server/core/report_intake.h"
@@ -15,7 +17,27 @@ namespace hpo::server {
 
 absl::StatusOr<Sweep*> Recovery::LoadSweep(SweepRecord rec) {
   auto sweep = std::make_unique<Sweep>();
-  PlanResult planned = PlanSweep(rec.spec_yaml, rec.source, rec.base_dir);
+  // With the defaults it was submitted under, and read as it was stored: what a later release
+  // refuses of an accepted file does not end it.
+  auto defaults = std::find_if(defaults_.begin(), defaults_.end(), [&](const SpecDefaults& d) {
+    return d.version == rec.defaults_version;
+  });
+  PlanResult planned;
+  if (defaults == defaults_.end()) {
+    planned.errors.push_back(absl::StrCat("it was submitted under sweep-file defaults version ",
+                                          rec.defaults_version, ", which this hpod (", kVersion,
+                                          ") does not know"));
+  } else {
+    planned = PlanSweep(rec.spec_yaml, rec.source, rec.base_dir, nullptr,
+                        ParseOptions{&*defaults, /*lenient=*/true});
+  }
+  if (planned.plan && !planned.warnings.empty() && !v1::IsFinal(rec.state)) {
+    spdlog::warn(
+        "sweep {}: this hpod ({}) would refuse its file, submitted to hpod {}; it runs "
+        "as stored: {}",
+        rec.id, kVersion, rec.hpod_version.empty() ? "(unknown)" : rec.hpod_version,
+        absl::StrJoin(planned.warnings, "; "));
+  }
   if (planned.plan) {
     sweep->plan = std::move(*planned.plan);
     // Where it was submitted to run (a sweep from before hpod had several backends: the

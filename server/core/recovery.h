@@ -24,9 +24,11 @@ namespace hpo::server {
 
 class Recovery {
  public:
+  // `defaults`: the versions of the sweep-file defaults this hpod knows (Controller::Options).
   Recovery(SweepTable& table, Store& store, backend::Backend& backend, TrialLifecycle& lifecycle,
-           EventPublisher& events, const Clock& clock)
-      : table_(table),
+           EventPublisher& events, const Clock& clock, const std::vector<SpecDefaults>& defaults)
+      : defaults_(defaults),
+        table_(table),
         store_(store),
         backend_(backend),
         lifecycle_(lifecycle),
@@ -46,6 +48,7 @@ class Recovery {
   // while they ran (once the curves are replayed).
   void TellEnded(Sweep& sweep);
 
+  const std::vector<SpecDefaults>& defaults_;
   SweepTable& table_;
   Store& store_;
   backend::Backend& backend_;

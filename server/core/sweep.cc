@@ -130,7 +130,9 @@ algorithms::SuggestRequest Sweep::NextRequest() const {
 }
 
 std::pair<std::string, std::string> Sweep::Choices() const {
-  return {plan.sampler->Choice(NextRequest()), plan.stopper->Choice()};
+  // A stored sweep that could not be planned again (it ended FAILED at start) has neither.
+  return {plan.sampler ? plan.sampler->Choice(NextRequest()) : "",
+          plan.stopper ? plan.stopper->Choice() : ""};
 }
 
 bool Sweep::ChoicesChanged() {

@@ -10,10 +10,12 @@ std::string PlacementError(const SweepSpec& spec, absl::string_view message) {
 }
 
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
-                     const std::string& base_dir, backend::Backend* backend) {
+                     const std::string& base_dir, backend::Backend* backend,
+                     const ParseOptions& parse) {
   PlanResult result;
-  ParseResult parsed = ParseSweepSpec(yaml, source, base_dir);
+  ParseResult parsed = ParseSweepSpec(yaml, source, base_dir, parse);
   result.errors = std::move(parsed.errors);
+  result.warnings = std::move(parsed.warnings);
   if (!parsed.spec) return result;
   if (backend != nullptr) {
     backend::Placement& placement = parsed.spec->placement;
@@ -45,6 +47,7 @@ PlanResult PlanSweep(const std::string& yaml, const std::string& source,
   plan.limit = plan.spec.TrialLimit(*plan.sampler);
   plan.keeps_curves = plan.stopper->Name() != "none";
   if (plan.spec.Pareto()) plan.directions = plan.spec.Directions();
+  plan.warnings = result.warnings;
   result.plan = std::move(plan);
   return result;
 }

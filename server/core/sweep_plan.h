@@ -30,20 +30,25 @@ struct SweepPlan {
   // Pareto ranking (SweepSpec::Pareto): the direction of each objective, for the sampler and
   // the stopper; empty otherwise.
   std::vector<algorithms::Direction> directions;
+  // A stored sweep this release would refuse (ParseOptions::lenient): what it refuses; the sweep
+  // runs as it was stored.
+  std::vector<std::string> warnings;
 };
 
 struct PlanResult {
   std::optional<SweepPlan> plan;
-  std::vector<std::string> errors;  // "file:line:column: what is wrong"; empty when plan is set
+  std::vector<std::string> errors;    // "file:line:column: what is wrong"; empty when plan is set
+  std::vector<std::string> warnings;  // ParseOptions::lenient: what this release would refuse
 };
 
 // Parses `yaml` and builds its sampler and stopper. With `backend` set, also resolves where the
 // sweep runs (its placement's backend, filled in) and checks that the sweep's largest trial fits
 // there, as far as the backend knows by itself (Backend::CheckFits; what only the cluster can say
 // is Backend::Vet's); recovery leaves it null, since a stored sweep was checked when it was
-// submitted.
+// submitted. `parse`: the defaults the file's omissions mean (ParseSweepSpec).
 PlanResult PlanSweep(const std::string& yaml, const std::string& source,
-                     const std::string& base_dir, backend::Backend* backend = nullptr);
+                     const std::string& base_dir, backend::Backend* backend = nullptr,
+                     const ParseOptions& parse = {});
 
 // How a backend's refusal of the sweep's resources or placement reads, in PlanSweep's words.
 std::string PlacementError(const SweepSpec& spec, absl::string_view message);

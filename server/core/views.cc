@@ -48,6 +48,9 @@ v1::Sweep SweepView(const Sweep& sweep, bool with_spec, absl::Time now) {
   out.set_early_stopping_choice(stopper_choice);
   out.set_backend(rec.backend);
   out.set_owner(rec.owner);
+  out.set_defaults_version(rec.defaults_version);
+  out.set_hpod_version(rec.hpod_version);
+  for (const std::string& w : sweep.plan.warnings) out.add_stored_warnings(w);
   Usage usage = MeasureUsage(sweep, now);
   out.set_gpu_seconds(usage.trial_gpu_seconds);
   out.set_gpus_held(usage.trial_gpus);

@@ -91,8 +91,8 @@ void Define(CLI::App& app, HpodFlags& f) {
                  "/etc/slurm/slurm.conf)");
   app.add_option("--agent-silence", f.agent_silence,
                  "an allocation's hpo-agent that has not heard from hpod this long takes no new "
-                 "steps, lets its running ones finish, and ends the allocation")
-      ->capture_default_str();
+                 "steps, lets its running ones finish, and ends the allocation (default 10m; 30m "
+                 "for an hpod run as a Slurm job, --as-job)");
   app.add_option("--lock-stale", f.lock_stale,
                  "how long another host's hpod must have been silent (its lock file not written "
                  "again) before this one takes its data directory over; the hosts' clocks must "
@@ -131,7 +131,8 @@ void Define(CLI::App& app, HpodFlags& f) {
   app.add_option("--as-job", f.as_job,
                  "this hpod runs as a Slurm job of its own, submitted with these sbatch options "
                  "(`hpo daemon start --as-job` writes it): it runs Slurm sweeps only (it implies "
-                 "--backend slurm) and hands over to the next job before its time limit");
+                 "--backend slurm), its agents wait 30m for it, and its job asks for SIGTERM "
+                 "120 s before its time limit");
   app.add_flag("--reconfigure", f.reconfigure,
                "make the options given here the configuration of the data directory "
                "(DATA_DIR/hpod.yaml), in place of what it says for them; without it a start "
@@ -360,6 +361,12 @@ int ParseHpodFlags(int argc, char** argv, HpodFlags& f) {
     f.config_path = dir.config_path();
   }
   if (!f.as_job.empty()) f.backend = "slurm";  // its local trials would die at every move
+  // An hpod run as a job is away between one job and the next (the scrontab line's cadence,
+  // the queue): its agents wait for it longer, unless told how long.
+  if (!f.as_job.empty() && kept->count("agent-silence") == 0 &&
+      std::find(said.begin(), said.end(), "agent-silence") == said.end()) {
+    f.agent_silence = HpodFlags::kAsJobAgentSilence;
+  }
   if (f.backend == "slurm" && f.slurm == "off") {
     std::fprintf(stderr, "hpod: --backend slurm needs Slurm, but --slurm is off\n");
     return 2;

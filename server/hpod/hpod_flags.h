@@ -33,6 +33,7 @@ struct HpodFlags {
   // An allocation's hpo-agent that has not heard from hpod this long lets its steps finish and
   // ends the allocation.
   std::string agent_silence = "10m";
+  static constexpr char kAsJobAgentSilence[] = "30m";  // the default under --as-job
   // Another host's hpod silent this long is taken to be gone: this one takes its data directory.
   std::string lock_stale = "45s";
   std::string tls_cert, tls_key, tls_ca;  // TLS for the TCP address and the dashboard

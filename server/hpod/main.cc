@@ -73,11 +73,14 @@ void WriteOrWarn(const std::string& path, const std::string& text) {
 }
 
 // The Slurm job hpod runs as (`hpo daemon start --as-job`: hpod is its batch script, which
-// `hpo daemon stop` signals through scancel), or "". hpod merely started from a shell inside an
-// allocation (SLURM_JOB_ID set, its parent not slurmstepd) is not that job's.
-std::string DaemonJob() {
+// `hpo daemon stop` signals through scancel), or "". Configured as a job (`as_job`), hpod is
+// the job of its SLURM_JOB_ID however it was started (sbatch execs it; a scrontab line runs it
+// under a shell). Otherwise only as the batch step itself: hpod merely started from a shell
+// inside an allocation (its parent not slurmstepd) is not that job's.
+std::string DaemonJob(bool as_job) {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (job == nullptr || *job == '\0') return "";
+  if (as_job) return job;
   absl::StatusOr<std::string> parent = hpo::ReadFile(absl::StrCat("/proc/", ::getppid(), "/comm"));
   if (!parent.ok() || !absl::StartsWith(*parent, "slurmstepd")) return "";
   return job;
@@ -134,8 +137,8 @@ int main(int argc, char** argv) {
   lock_options.stale = *hpo::ParseDuration(flags.lock_stale);  // checked
   // Several beats within the stale time, so that a live holder is never taken for a gone one.
   lock_options.beat = std::min(hpo::DaemonLock::kBeat, lock_options.stale / 4);
-  auto lock =
-      hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), DaemonJob(), lock_options);
+  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(),
+                                       DaemonJob(!flags.as_job.empty()), lock_options);
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
   // Another hpod took the data directory (this one was frozen, or cut off, past --lock-stale):
   // nothing more of this one's is written, the store's commits included (their fence, below);

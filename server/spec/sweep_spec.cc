@@ -811,7 +811,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     }
   }
   if (root["stop_grace"])
-    spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(absl::Seconds(10));
+    spec.stop_grace = Duration(root["stop_grace"], "stop_grace").value_or(spec.stop_grace);
   if (root["stop_signal"]) {
     std::string sig = String(root["stop_signal"], "stop_signal").value_or("");
     if (std::optional<int> n = SignalNumber(sig))
@@ -822,8 +822,8 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
                          "'"));
   }
   if (root["max_retries"])
-    spec.max_retries =
-        static_cast<int>(Integer(root["max_retries"], "max_retries", 0, 100).value_or(2));
+    spec.max_retries = static_cast<int>(
+        Integer(root["max_retries"], "max_retries", 0, 100).value_or(spec.max_retries));
   if (root["checkpoint"]) Checkpoint(root["checkpoint"], spec);
   if (root["health"]) HealthSection(root["health"], spec);
   if (root["failures"]) Failures(root["failures"], spec);
@@ -870,21 +870,19 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
     Error(root["algorithm"] ? root["algorithm"] : root, sampler.status().message());
     return;
   }
+  sampler_ = std::move(*sampler);
   if (spec.budget.max_trials > 0 &&
       static_cast<int64_t>(spec.enqueue.size()) > spec.budget.max_trials) {
     Error(root["enqueue"], absl::StrCat("enqueue: ", spec.enqueue.size(),
                                         " configurations, more than budget.max_trials (",
                                         spec.budget.max_trials, "); they count toward it"));
-    return;
-  }
-  if (spec.budget.max_trials == 0 && !(*sampler)->MaxTrials(spec.space) && !spec.budget.wall_time) {
+  } else if (spec.budget.max_trials == 0 && !sampler_->MaxTrials(spec.space) &&
+             !spec.budget.wall_time) {
     Error(root["budget"] ? root["budget"] : root,
           absl::StrCat(
               spec.algorithm.name,
               " search never runs out of trials: set budget.max_trials or budget.wall_time"));
-    return;
   }
-  sampler_ = std::move(*sampler);
 }
 
 }  // namespace hpo::server::spec_parse
@@ -928,8 +926,37 @@ void Parser::CheckDuplicateKeys(const YAML::Node& root) {
   for (const auto& [mark, msg] : twice) Error(mark, msg);
 }
 
+const std::vector<SpecDefaults>& SpecDefaultVersions() {
+  // Version 1: auto sampler and stopper, the hang watchdog at the trial's own pace, fail-fast,
+  // the built-in infrastructure rules.
+  static const std::vector<SpecDefaults> versions = {SpecDefaults{}};
+  return versions;
+}
+
+namespace {
+
+// A new spec with the defaults of `d` filled in.
+SweepSpec WithDefaults(const SpecDefaults& d) {
+  SweepSpec spec;
+  spec.algorithm.name = d.algorithm;
+  spec.early_stopping.name = d.early_stopping;
+  spec.budget.max_concurrent = d.max_concurrent;
+  spec.budget.max_failed = d.max_failed;
+  spec.stop_grace = d.stop_grace;
+  spec.stop_signal = d.stop_signal;
+  spec.max_retries = d.max_retries;
+  spec.checkpoint = d.checkpoint;
+  spec.health = d.health;
+  spec.failures.defaults = d.failure_rules;
+  spec.failures.quarantine_after = d.quarantine_after;
+  spec.external_timeout = d.external_timeout;
+  return spec;
+}
+
+}  // namespace
+
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
-                           const std::string& base_dir) {
+                           const std::string& base_dir, const ParseOptions& options) {
   ParseResult result;
   std::string name = source.empty() ? "<spec>" : source;
   if (yaml.size() > kMaxSpecBytes) {
@@ -937,8 +964,9 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
         absl::StrCat(name, ": the sweep file is ", yaml.size(), " bytes; at most ", kMaxSpecBytes));
     return result;
   }
-  Parser parser(name, AbsolutePath(base_dir.empty() ? "." : base_dir));
-  SweepSpec spec;
+  Parser parser(name, AbsolutePath(base_dir.empty() ? "." : base_dir), options.lenient);
+  SweepSpec spec =
+      WithDefaults(options.defaults != nullptr ? *options.defaults : SpecDefaultVersions().back());
   spec.source = name;
   spec.base_dir = AbsolutePath(base_dir.empty() ? "." : base_dir);
   try {
@@ -953,6 +981,14 @@ ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
     parser.Error(e.mark, absl::StrCat("YAML syntax error: ", e.msg));
   }
   result.errors = std::move(parser.errors());
+  result.warnings = std::move(parser.warnings());
+  // Lenient: what could not be read does not keep a sweep from running; only a spec no sampler
+  // can be built for does (its warnings are then the errors).
+  if (options.lenient && result.errors.empty() && parser.sampler() == nullptr) {
+    result.errors = std::move(result.warnings);
+    result.warnings.clear();
+    if (result.errors.empty()) result.errors.push_back(name + ": no sampler can run it");
+  }
   if (result.errors.empty()) {
     result.spec = std::move(spec);
     result.sampler = std::move(parser.sampler());

@@ -202,18 +202,52 @@ struct SweepSpec {
   std::string Summary(const algorithms::Sampler& sampler) const;
 };
 
+// What a sweep file leaves out means: the defaults of one version of the sweep-file language,
+// `auto`'s choices included. A sweep is stored with the version it was submitted under and runs
+// with it from then on, after a restart and under every later release (docs/operations.md,
+// "Upgrading"). A release that changes a default, or what `auto` chooses, adds a version and
+// keeps the older ones.
+struct SpecDefaults {
+  int version = 1;
+  std::string algorithm = "auto";       // `algorithm:` left out
+  std::string early_stopping = "auto";  // `early_stopping:` left out
+  int64_t max_concurrent = 1;           // budget.max_concurrent
+  int64_t max_failed = 10;              // budget.max_failed
+  absl::Duration stop_grace = absl::Seconds(10);
+  int stop_signal = SIGTERM;
+  int max_retries = 2;
+  Checkpointing checkpoint;   // grace, max_segments and signal of a `checkpoint:` section
+  Health health;              // `health:`, as a whole and key by key
+  bool failure_rules = true;  // failures.defaults: the built-in infrastructure rules
+  int quarantine_after = 2;   // failures.quarantine_after
+  absl::Duration external_timeout = absl::Minutes(10);
+};
+// Every version this hpod knows, oldest first; the last is what a new sweep is submitted under.
+const std::vector<SpecDefaults>& SpecDefaultVersions();
+
+struct ParseOptions {
+  // The defaults to fill in (null: the newest of SpecDefaultVersions()).
+  const SpecDefaults* defaults = nullptr;
+  // For a stored sweep that an earlier release accepted: what this release refuses becomes a
+  // warning (ParseResult::warnings) and is read as its default, and the spec is set whenever a
+  // sampler can still be built for it.
+  bool lenient = false;
+};
+
 struct ParseResult {
   std::optional<SweepSpec> spec;
   // The spec's sampler, built once while checking the spec; set with `spec`.
   std::unique_ptr<algorithms::Sampler> sampler;
   std::vector<std::string> errors;
+  // ParseOptions::lenient: what this release would have refused, in the errors' form.
+  std::vector<std::string> warnings;
 };
 
 inline constexpr size_t kMaxSpecBytes = 1 << 20;
 inline constexpr size_t kMaxParameters = 256;
 
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
-                           const std::string& base_dir);
+                           const std::string& base_dir, const ParseOptions& options = {});
 
 // The pilot of the sweep file `yaml` (hpo plan --pilot): named NAME-pilot, `trials` random
 // configurations of its space run at its concurrency (at most `trials`), each stopped once it

@@ -172,9 +172,11 @@ void Parser::Budget_(const YAML::Node& node, SweepSpec& spec) {
     spec.budget.max_trials = Integer(node["max_trials"], "budget max_trials", 1, kBig).value_or(1);
   if (node["max_concurrent"])
     spec.budget.max_concurrent =
-        Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000).value_or(1);
+        Integer(node["max_concurrent"], "budget max_concurrent", 1, 100'000)
+            .value_or(spec.budget.max_concurrent);
   if (node["max_failed"])
-    spec.budget.max_failed = Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(0);
+    spec.budget.max_failed =
+        Integer(node["max_failed"], "budget max_failed", 0, kBig).value_or(spec.budget.max_failed);
   if (node["wall_time"]) spec.budget.wall_time = Duration(node["wall_time"], "budget wall_time");
   spec.budget.gpu_hours = Hours(node["gpu_hours"], "gpu_hours", "GPU-hours");
   spec.budget.node_hours = Hours(node["node_hours"], "node_hours", "node-hours");

@@ -44,16 +44,19 @@ std::optional<int> SignalNumber(const std::string& text);
 
 class Parser {
  public:
-  Parser(std::string source, std::string base_dir)
-      : source_(std::move(source)), base_dir_(std::move(base_dir)) {}
+  Parser(std::string source, std::string base_dir, bool lenient = false)
+      : source_(std::move(source)), base_dir_(std::move(base_dir)), lenient_(lenient) {}
 
   std::vector<std::string>& errors() { return errors_; }
+  std::vector<std::string>& warnings() { return warnings_; }
 
+  // A problem with the file: an error, or (lenient) a warning, the spec read on without it.
   void Error(const YAML::Mark& mark, absl::string_view msg) {
+    std::vector<std::string>& to = lenient_ ? warnings_ : errors_;
     if (mark.line < 0) {
-      errors_.push_back(absl::StrCat(source_, ": ", msg));
+      to.push_back(absl::StrCat(source_, ": ", msg));
     } else {
-      errors_.push_back(absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", msg));
+      to.push_back(absl::StrCat(source_, ":", mark.line + 1, ":", mark.column + 1, ": ", msg));
     }
   }
   void Error(const YAML::Node& node, absl::string_view msg) { Error(node.Mark(), msg); }
@@ -209,7 +212,9 @@ class Parser {
  private:
   std::string source_;
   std::string base_dir_;
+  bool lenient_ = false;
   std::vector<std::string> errors_;
+  std::vector<std::string> warnings_;
   std::unique_ptr<algorithms::Sampler> sampler_;
 };
 

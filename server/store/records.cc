@@ -31,8 +31,8 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
   if (insert) {
     sqlite3_stmt* st = Prepare(
         "INSERT INTO sweeps(id, name, spec_yaml, source, base_dir, state, message, created_at,"
-        " ended_at, owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+        " ended_at, owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json,"
+        " defaults_version, hpod_version) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (st == nullptr) return Error("preparing sweep insert");
     sqlite::Binder(st)
         .Int64(s.id)
@@ -50,7 +50,9 @@ absl::Status SqliteStore::WriteSweep(const SweepRecord& s, bool insert) {
         .Text(QueueJson(s.queue))
         .Text(AppliedJson(s.applied))
         .Text(NodesJson(s.nodes))
-        .Text(s.plan_json);
+        .Text(s.plan_json)
+        .Int64(s.defaults_version)
+        .Text(s.hpod_version);
     if (sqlite3_step(st) != SQLITE_DONE) return Error("inserting a sweep");
     return absl::OkStatus();
   }
@@ -173,8 +175,8 @@ absl::Status SqliteStore::UpsertAllocation(const AllocationRecord& a) {
 absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
   sqlite3_stmt* st = Prepare(
       "SELECT id, name, spec_yaml, source, base_dir, state, message, created_at, ended_at, ending, "
-      "owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json "
-      "FROM sweeps ORDER BY id");
+      "owner, backend, budget_json, queue_json, applied_json, nodes_json, plan_json, "
+      "defaults_version, hpod_version FROM sweeps ORDER BY id");
   if (st == nullptr) return Error("preparing sweep load");
   std::vector<SweepRecord> out;
   int rc;
@@ -198,6 +200,8 @@ absl::StatusOr<std::vector<SweepRecord>> SqliteStore::LoadSweeps() {
     s.applied = AppliedFromJson(row.Text());
     s.nodes = NodesFromJson(row.Text());
     s.plan_json = row.Text();
+    s.defaults_version = static_cast<int>(row.Int64());
+    s.hpod_version = row.Text();
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error("loading sweeps");

@@ -151,6 +151,13 @@ const std::vector<const char*> kMigrations = {
     "ALTER TABLE sweeps ADD COLUMN nodes_json TEXT NOT NULL DEFAULT '{}';",
     // v12: plan_json: what the sweep was expected to cost when it was submitted ('' none).
     "ALTER TABLE sweeps ADD COLUMN plan_json TEXT NOT NULL DEFAULT '';",
+    // v13: sweeps keep their meaning. defaults_version: the version of the sweep-file defaults
+    // the sweep runs with (SpecDefaults); the sweeps stored before get 1, the defaults they were
+    // submitted and ran under. hpod_version: the hpod that took it ('' before this).
+    R"sql(
+    ALTER TABLE sweeps ADD COLUMN defaults_version INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE sweeps ADD COLUMN hpod_version TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 
 }  // namespace

@@ -87,6 +87,11 @@ struct SweepRecord {
   // What the sweep was expected to cost when submitted (server/core/estimate.h's EstimateJson);
   // empty when no estimate could be made.
   std::string plan_json;
+  // What the file's omissions mean (server/spec/sweep_spec.h, SpecDefaults): the version of the
+  // defaults it was submitted under, for good; sweeps stored before versions were kept have 1,
+  // the defaults they ran under. And the hpod that took it ("" before that was kept).
+  int defaults_version = 1;
+  std::string hpod_version;
 };
 
 // One run of a trial that an interruption ended: a resumable trial continues as its next

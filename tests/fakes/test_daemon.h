@@ -33,6 +33,9 @@ class TestDaemon {
     absl::Duration progress_interval = absl::Milliseconds(500);
     std::string vfs;  // the store's SQLite VFS ("": the default)
     std::string dir_prefix = "hpo-test";
+    // The versions of the sweep-file defaults the daemon knows (empty: hpod's own); a test
+    // changes them before a Restart as a newer release would.
+    std::vector<server::SpecDefaults> spec_defaults;
   };
   TestDaemon() : TestDaemon(Options()) {}
   explicit TestDaemon(Options options);
@@ -44,6 +47,10 @@ class TestDaemon {
   void set_script(backend::SimulatedBackend::Script script) { script_ = std::move(script); }
 
   FakeClock& clock() { return clock_; }
+  // What the next Restart knows of the sweep-file defaults (Options::spec_defaults).
+  void set_spec_defaults(std::vector<server::SpecDefaults> versions) {
+    options_.spec_defaults = std::move(versions);
+  }
   backend::SimulatedBackend& simulated() { return *simulated_; }
   FaultyBackend& backend() { return *backend_; }
   FaultyStore& store() { return *store_; }

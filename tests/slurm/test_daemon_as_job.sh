@@ -74,6 +74,18 @@ done
 hpo daemon stop >/dev/null || fail "hpo daemon stop did not stop the job's hpod"
 wait_for "! squeue -h -j $job -o %i | has ." 30
 [ ! -s "$HPO_DATA_DIR/hpod.lock" ] || fail "the lock is still held: $(cat "$HPO_DATA_DIR/hpod.lock")"
+grep -qx -- "#SBATCH --signal=B:TERM@120" "$HPO_DATA_DIR/hpod-job.sh" ||
+  fail "the job script asks for no early SIGTERM: $(cat "$HPO_DATA_DIR/hpod-job.sh")"
+
+# As a scrontab line runs it: the script under a shell of the job's, not exec'd by slurmstepd.
+# hpod knows its job all the same, and is stopped through it.
+sjob=$(sbatch --parsable --job-name=hpod --time=10 --cpus-per-task=1 --output="$WORK/scron.out" \
+  --wrap="$HPO_DATA_DIR/hpod-job.sh")
+wait_for "hpo daemon status 2>/dev/null | has 'Slurm job $sjob'" 60 ||
+  fail "hpod under a shell does not know its job: $(hpo daemon status 2>&1; cat "$WORK/scron.out")"
+hpo daemon stop >/dev/null || fail "hpo daemon stop did not stop the scrontab-like job's hpod"
+wait_for "! squeue -h -j $sjob -o %i | has ." 30
+
 # Its data directory belongs to hpod in a job: a stray command starts no other hpod, and says
 # how to start that one.
 if hpo ls >"$WORK/out" 2>&1; then fail "hpo ls started an hpod: $(cat "$WORK/out")"; fi

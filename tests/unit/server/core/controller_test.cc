@@ -1001,5 +1001,52 @@ TEST_F(ControllerTest, InvalidSpecIsRefusedAndNothingStored) {
   EXPECT_THAT(std::string(s.status().message()), ::testing::HasSubstr("GPU"));
 }
 
+// A sweep runs with the defaults it was submitted under: a restart by a release whose defaults
+// are newer changes nothing of it, and only sweeps submitted then take the new ones.
+TEST_F(ControllerTest, ASweepKeepsTheDefaultsItWasSubmittedUnderAcrossARestartWithNewerOnes) {
+  SpecDefaults older;  // version 1 as an older release had it
+  older.algorithm = "random";
+  older.early_stopping = "none";
+  older.health.mode = Health::Mode::kNone;
+  SpecDefaults newer;  // version 2: hpod chooses
+  newer.version = 2;
+  daemon_->set_spec_defaults({older});
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/false).ok());
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(10);
+    return f;
+  };
+  int64_t id = Submit(Spec(6, 2));
+  controller().RunOnce();
+  auto sweep = [&](int64_t sweep_id) {
+    return *controller().GetSweep(server::Controller::AllowedForTest(), sweep_id);
+  };
+  EXPECT_EQ(sweep(id).algorithm(), "random");
+  EXPECT_EQ(sweep(id).defaults_version(), 1);
+
+  daemon_->set_spec_defaults({older, newer});
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/false).ok());
+  v1::Sweep kept = sweep(id);
+  EXPECT_EQ(kept.algorithm(), "random");
+  EXPECT_EQ(kept.early_stopping(), "none");
+  EXPECT_EQ(kept.defaults_version(), 1);
+  EXPECT_EQ(kept.stored_warnings_size(), 0);
+  int64_t later = Submit(Spec(6, 2));
+  EXPECT_EQ(sweep(later).algorithm(), "auto");
+  EXPECT_EQ(sweep(later).early_stopping(), "auto");
+  EXPECT_EQ(sweep(later).defaults_version(), 2);
+  RunUntilEnded();
+  EXPECT_EQ(sweep(id).state(), v1::SWEEP_STATE_COMPLETED);
+  EXPECT_EQ(Counts(id)["COMPLETED"], 6);
+
+  // A release that does not know the version a sweep was submitted under does not guess.
+  int64_t third = Submit(Spec(2, 1));
+  daemon_->set_spec_defaults({older});
+  ASSERT_TRUE(daemon_->Restart(/*crash=*/false).ok());
+  EXPECT_EQ(sweep(third).state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_THAT(sweep(third).message(), ::testing::HasSubstr("defaults version 2"));
+}
+
 }  // namespace
 }  // namespace hpo::server

@@ -630,5 +630,63 @@ TEST(SweepSpec, AutoIsTheDefaultAndTakesNoSettings) {
   EXPECT_FALSE(r.spec->early_stopping.none_because.empty()) << "pbt: no early stopping";
 }
 
+// What a file leaves out is filled in from a version of the defaults; the newest unless told.
+TEST(SweepSpec, OmissionsTakeTheDefaultsOfTheVersionAskedFor) {
+  ASSERT_FALSE(SpecDefaultVersions().empty());
+  ParseResult now = ParseSweepSpec(kBase, "s.yaml", "/");
+  ASSERT_TRUE(now.errors.empty()) << now.errors.front();
+  EXPECT_EQ(now.spec->algorithm.name, SpecDefaultVersions().back().algorithm);
+  EXPECT_EQ(now.spec->early_stopping.name, SpecDefaultVersions().back().early_stopping);
+
+  SpecDefaults older;
+  older.version = 7;
+  older.algorithm = "random";
+  older.early_stopping = "none";
+  older.max_failed = 4;
+  older.max_retries = 0;
+  older.health.mode = Health::Mode::kNone;
+  older.health.fail_fast = 0;
+  older.failure_rules = false;
+  ParseResult then = ParseSweepSpec(kBase, "s.yaml", "/", ParseOptions{&older, false});
+  ASSERT_TRUE(then.errors.empty()) << then.errors.front();
+  EXPECT_EQ(then.spec->algorithm.name, "random");
+  EXPECT_EQ(then.spec->early_stopping.name, "none");
+  EXPECT_EQ(then.spec->budget.max_failed, 4);
+  EXPECT_EQ(then.spec->max_retries, 0);
+  EXPECT_EQ(then.spec->health.mode, Health::Mode::kNone);
+  EXPECT_EQ(then.spec->health.fail_fast, 0);
+  EXPECT_FALSE(then.spec->failures.defaults);
+  // What the file says wins over any version's defaults.
+  ParseResult said = ParseSweepSpec(std::string(kBase) + "algorithm: tpe\nmax_retries: 5\n",
+                                    "s.yaml", "/", ParseOptions{&older, false});
+  ASSERT_TRUE(said.errors.empty()) << said.errors.front();
+  EXPECT_EQ(said.spec->algorithm.name, "tpe");
+  EXPECT_EQ(said.spec->max_retries, 5);
+}
+
+// A stored file this release refuses (a key it no longer knows, a bound it added) is read as
+// far as it can be, with warnings; only one no sampler can run stays an error.
+TEST(SweepSpec, LenientReadingKeepsAStoredSweepThatNoLongerValidates) {
+  std::string file = std::string(kBase) + "retired_option: 3\nmax_retries: 500\n";
+  ASSERT_FALSE(Errors(file).empty());
+  ParseResult r = ParseSweepSpec(file, "s.yaml", "/", ParseOptions{nullptr, true});
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  ASSERT_TRUE(r.spec.has_value());
+  ASSERT_NE(r.sampler, nullptr);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_THAT(r.warnings[0], HasSubstr("unknown key 'retired_option'"));
+  EXPECT_THAT(r.warnings[1], HasSubstr("max_retries must be between 0 and 100"));
+  EXPECT_EQ(r.spec->max_retries, SpecDefaultVersions().back().max_retries);
+  // A valid file reads alike either way, with no warnings.
+  ParseResult clean = ParseSweepSpec(kBase, "s.yaml", "/", ParseOptions{nullptr, true});
+  EXPECT_TRUE(clean.errors.empty());
+  EXPECT_TRUE(clean.warnings.empty());
+  // One that cannot be read at all stays refused.
+  ParseResult broken =
+      ParseSweepSpec("parameters: [unclosed\n", "s.yaml", "/", ParseOptions{nullptr, true});
+  EXPECT_FALSE(broken.errors.empty());
+  EXPECT_FALSE(broken.spec.has_value());
+}
+
 }  // namespace
 }  // namespace hpo::server

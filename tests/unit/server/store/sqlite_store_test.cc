@@ -358,7 +358,10 @@ TEST(SqliteStore, MigratesEveryEarlierSchema) {
     EXPECT_EQ((*trials)[0].origin, version >= 7 ? "enqueued" : "");
     EXPECT_EQ((*sweeps)[0].applied.size(), version >= 10 ? 1u : 0u);
     EXPECT_EQ((*sweeps)[0].nodes.size(), version >= 11 ? 1u : 0u);
-    EXPECT_EQ((*sweeps)[0].plan_json, "");
+    EXPECT_EQ((*sweeps)[0].plan_json, version >= 12 ? "{\"trials\": 2}" : "");
+    // Pinned to the defaults they ran under; which hpod took them is not known.
+    EXPECT_EQ((*sweeps)[0].defaults_version, 1);
+    EXPECT_EQ((*sweeps)[0].hpod_version, "");
     EXPECT_EQ((*store)->LoadAllocations(1)->size(), version >= 8 ? 1u : 0u);
     EXPECT_EQ((*store)->LoadTrialEvents(0, 10)->size(), 2u) << "sweep events have trial 0";
     for (int64_t trial : {1, 2}) {  // one trial's reports were indexed, the other's staged
