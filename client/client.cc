@@ -24,6 +24,7 @@
 #include "common/data_dir.h"
 #include "common/files.h"
 #include "common/fingerprint.h"
+#include "common/run_command.h"
 #include "common/shell_quote.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -364,24 +365,6 @@ namespace {
 std::string HpodPath() {
   std::string hpod = ExecutableDir() + "/hpod";
   return ::access(hpod.c_str(), X_OK) == 0 ? hpod : "hpod";
-}
-
-// Runs `argv` (no shell), its standard error merged into what it prints; the exit status (-1
-// when it could not run) and what it printed.
-std::pair<int, std::string> RunCommand(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (const std::string& a : argv) absl::StrAppend(&cmd, cmd.empty() ? "" : " ", ShellQuote(a));
-  absl::StrAppend(&cmd, " 2>&1");
-  std::string said;
-  int rc = -1;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) said.append(buf, n);
-    int status = ::pclose(p);
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return {rc, said};
 }
 
 // hpod checks its flags first, so that a typo is told here and nothing starts.

@@ -87,6 +87,10 @@ class SlurmBackend final : public backend::Backend {
     // loopback or a Unix socket only serves compute nodes that are this host, so a sweep is
     // refused where the cluster has others. Null: not checked.
     std::function<std::string()> endpoint;
+    // hpod runs as a Slurm job of its own (--as-job): the sruns it would run itself on its own
+    // node (steps in the user's allocation, `allocation.job`) would end with that job; such a
+    // sweep is refused (CheckFits).
+    bool in_job = false;
   };
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock, Options options);
   SlurmBackend(std::unique_ptr<SlurmApi> api, const Clock& clock)

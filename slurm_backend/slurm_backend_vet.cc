@@ -36,6 +36,15 @@ void SlurmBackend::LoadPartitions() {
 absl::Status SlurmBackend::CheckFits(const Resources& r, const Placement& p) {
   if (SlurmOf(p).mode == "jobs") return absl::OkStatus();  // only slurmctld can say (Vet)
   const AllocationShape& a = SlurmOf(p).allocation;
+  if (options_.in_job && a.job != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "allocation.job: hpod runs as a Slurm job (--as-job), and the steps of your own "
+        "allocation ",
+        a.job,
+        " are started by sruns on hpod's node, which would end with hpod's "
+        "job at its next move: leave allocation.job out (hpod then holds the allocation, and its "
+        "agent starts the steps), or run hpod outside Slurm for this sweep"));
+  }
   if (r.nodes > a.nodes || r.gpus > a.gpus_per_node ||
       r.cpus * r.tasks_per_node > a.cpus_per_node) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -131,8 +131,9 @@ void Define(CLI::App& app, HpodFlags& f) {
   app.add_option("--as-job", f.as_job,
                  "this hpod runs as a Slurm job of its own, submitted with these sbatch options "
                  "(`hpo daemon start --as-job` writes it): it runs Slurm sweeps only (it implies "
-                 "--backend slurm), its agents wait 30m for it, and its job asks for SIGTERM "
-                 "120 s before its time limit");
+                 "--backend slurm), its agents wait 30m for it, and near its job's time limit "
+                 "(SIGTERM 120 s before) it queues the next job and stops, leaving the trials to "
+                 "it");
   app.add_flag("--reconfigure", f.reconfigure,
                "make the options given here the configuration of the data directory "
                "(DATA_DIR/hpod.yaml), in place of what it says for them; without it a start "

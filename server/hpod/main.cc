@@ -19,9 +19,13 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/address.h"
 #include "common/clock.h"
@@ -31,6 +35,7 @@
 #include "common/file_system.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/run_command.h"
 #include "common/version.h"
 #include "hpo/v1/states.h"
 #include "server/api/hpo_service.h"
@@ -86,6 +91,57 @@ std::string DaemonJob(bool as_job) {
   return job;
 }
 
+// How long Slurm job `job` has left (squeue's %L: "M:SS", "H:MM:SS" or "D-HH:MM:SS"); nullopt
+// when squeue does not say (no limit, or no answer).
+std::optional<absl::Duration> JobTimeLeft(const std::string& job) {
+  auto [rc, said] = hpo::RunCommand({"squeue", "--noheader", "--jobs=" + job, "--format=%L"});
+  std::string text(absl::StripAsciiWhitespace(said));
+  if (rc != 0 || text.empty()) return std::nullopt;
+  int64_t seconds = 0;
+  if (size_t dash = text.find('-'); dash != std::string::npos) {
+    if (!absl::SimpleAtoi(text.substr(0, dash), &seconds)) return std::nullopt;
+    seconds *= 24;  // hours, then minutes and seconds below
+    text = text.substr(dash + 1);
+  }
+  for (absl::string_view part : absl::StrSplit(text, ':')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v)) return std::nullopt;
+    seconds = seconds * 60 + v;
+  }
+  return absl::Seconds(seconds);
+}
+
+// A SIGTERM this close to the job's time limit is the limit's (the job script asks for it 120 s
+// before; slurmctld sends it within a minute or so of that).
+constexpr absl::Duration kHandOverWithin = absl::Minutes(5);
+
+// hpod run as a job (--as-job), told to stop near its time limit: the next job is queued now,
+// with the same sbatch options and --dependency=singleton, so that it starts as soon as this one
+// ended and takes the trials back. A SIGTERM with more time left (scancel, a drain) hands over
+// nothing: whoever stopped hpod starts the next one (or the scrontab line does).
+void HandOver(const std::string& sbatch_options, const std::string& job,
+              const std::string& script) {
+  std::optional<absl::Duration> left = JobTimeLeft(job);
+  if (!left || *left > kHandOverWithin) {
+    spdlog::info("Slurm job {} is not near its time limit: no next job is queued", job);
+    return;
+  }
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--dependency=singleton"};
+  for (absl::string_view o : absl::StrSplit(sbatch_options, ' ', absl::SkipWhitespace())) {
+    argv.emplace_back(o);
+  }
+  argv.push_back(script);
+  auto [rc, said] = hpo::RunCommand(argv);
+  std::string answer(absl::StripAsciiWhitespace(said));
+  if (rc == 0) {
+    spdlog::info("Slurm job {} ends in {}: handed over to job {}, which starts once this one ended",
+                 job, absl::FormatDuration(*left), answer);
+  } else {
+    spdlog::error("Slurm job {} ends in {}, and sbatch refused the next job: {}", job,
+                  absl::FormatDuration(*left), answer);
+  }
+}
+
 // Whether the store holds sweeps on Slurm that have not ended (their trials must wait for
 // slurmctld rather than be lost while it is away).
 bool SlurmSweepsUnfinished(hpo::server::Store& store) {
@@ -137,8 +193,8 @@ int main(int argc, char** argv) {
   lock_options.stale = *hpo::ParseDuration(flags.lock_stale);  // checked
   // Several beats within the stale time, so that a live holder is never taken for a gone one.
   lock_options.beat = std::min(hpo::DaemonLock::kBeat, lock_options.stale / 4);
-  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(),
-                                       DaemonJob(!flags.as_job.empty()), lock_options);
+  const std::string job = DaemonJob(!flags.as_job.empty());
+  auto lock = hpo::DaemonLock::Acquire(data_dir.lock_path(), hpo::HostName(), job, lock_options);
   if (!lock.ok()) return Fail(std::string(lock.status().message()));
   // Another hpod took the data directory (this one was frozen, or cut off, past --lock-stale):
   // nothing more of this one's is written, the store's commits included (their fence, below);
@@ -300,6 +356,9 @@ int main(int argc, char** argv) {
   bool keep_trials = sig == SIGUSR1 || (sig == SIGTERM && flags.keep_trials_on_term);
   spdlog::info("signal {}: shutting down{}", sig,
                keep_trials ? ", leaving the trials running" : "");
+  if (sig == SIGTERM && keep_trials && !flags.as_job.empty() && !job.empty()) {
+    HandOver(flags.as_job, job, data_dir.daemon_job_script_path());
+  }
   endpoints->unix_listener.reset();  // no new local connections
 #ifdef HPO_WITH_SLURM
   agents->Close();

@@ -92,6 +92,7 @@ absl::StatusOr<std::unique_ptr<backend::Router>> OpenBackends(
   options.shim = shim;
   options.query_thread = true;  // a slow slurmctld never holds up the controller
   if (agents != nullptr) options.endpoint = [agents] { return agents->Endpoint(); };
+  options.in_job = !flags.as_job.empty();
   // Allocation names carry the data directory's stable id: a restarted daemon finds its own.
   ASSIGN_OR_RETURN(options.instance, data_dir.ReadOrCreateInstanceId());
   std::string agent = DirName(shim) + "/hpo-agent";

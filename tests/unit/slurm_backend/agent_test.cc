@@ -154,7 +154,7 @@ class AgentTest : public ::testing::Test {
     options.query_interval = options.fast_query_interval = absl::ZeroDuration();
     options.agent_query_interval = absl::ZeroDuration();
     options.agent.hub = hub_.get();
-    options.agent.argv = {HPO_AGENT, "--silence", "3s", "--dir", dir_ + "/agents"};
+    options.agent.argv = {HPO_AGENT, "--silence", silence_, "--dir", dir_ + "/agents"};
     options.agent.env["HPO_ENDPOINT_FILE"] = endpoint_file_;
     if (tweak) tweak(*slurm_, options);
     backend_ = std::make_unique<SlurmBackend>(std::move(fake), clock_, options);
@@ -183,7 +183,7 @@ class AgentTest : public ::testing::Test {
     backend_->Poll();
     uint32_t id = slurm_->next_id - 1;
     const JobRequest& req = slurm_->jobs.at(id).req;
-    EXPECT_THAT(req.script, HasSubstr(absl::StrCat("exec ", HPO_AGENT, " --silence 3s")));
+    EXPECT_THAT(req.script, HasSubstr(absl::StrCat("exec ", HPO_AGENT, " --silence ", silence_)));
     slurm_->Run(id, "n1");
     backend_->Poll();
     backend::SpawnSpec spawn;
@@ -259,6 +259,9 @@ class AgentTest : public ::testing::Test {
   }
 
   std::string dir_, endpoint_file_;
+  // The agents' --silence (set before Open): long enough that no test but the one about it sees
+  // an agent give hpod up, however loaded the machine.
+  std::string silence_ = "60s";
   std::vector<uint32_t> canceled_;
   const Clock& clock_ = SystemClock::Get();
   FakeSlurm* slurm_ = nullptr;
@@ -314,6 +317,8 @@ TEST_F(AgentTest, AStepOutlivesHpodAndARestartLearnsItsOutcomeFromTheAgent) {
 }
 
 TEST_F(AgentTest, AnAgentThatHearsNothingLetsItsStepsFinishThenEndsItsAllocation) {
+  silence_ = "3s";
+  Open();
   Allocate();
   LaunchSpec spec = Spec(3, {"sh", "-c", "sleep 5; echo done > done"});
   ASSERT_TRUE(fakes::LaunchNow(*backend_, spec).ok());

@@ -306,6 +306,22 @@ TEST_F(SlurmStepsTest, NeverCancelsTheUsersOwnAllocation) {
   EXPECT_TRUE(canceled_.empty());
 }
 
+// hpod in a job of its own (--as-job) runs no steps in the user's allocation: their sruns, on
+// hpod's node, would end with hpod's job.
+TEST_F(SlurmStepsTest, HpodInAJobRefusesStepsInTheUsersOwnAllocation) {
+  std::vector<uint32_t> canceled;
+  SlurmBackend::Options options;
+  options.srun = srun_;
+  options.in_job = true;
+  SlurmBackend in_job(std::make_unique<FakeSlurm>(canceled), clock_, options);
+  EXPECT_TRUE(in_job.CheckFits(Gpus(2), Where()).ok()) << "an allocation hpod holds";
+  placement_.allocation.job = 42;
+  absl::Status s = in_job.CheckFits(Gpus(2), Where());
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("--as-job"));
+  EXPECT_TRUE(backend_->CheckFits(Gpus(2), Where()).ok()) << "hpod outside Slurm";
+}
+
 // An allocation requested just before hpod died: the restarted daemon takes it back for its sweep
 // (it still runs) instead of canceling it, and cancels one whose sweep it no longer runs.
 TEST_F(SlurmStepsTest, ARestartTakesBackTheAllocationsOfItsSweeps) {
