@@ -218,6 +218,14 @@ class Backend : public Capacity {
   // The nodes a trial with backend id `backend_id` ran on, by name; empty where the backend
   // has no nodes to tell apart (a local process, a simulation).
   virtual std::vector<std::string> NodesOf(const std::string& /*backend_id*/) const { return {}; }
+  // Since when hpod has been in touch, without a break up to `now`, with what runs the trial of
+  // backend id `backend_id` (an allocation's agent): silence from before then says nothing of
+  // the trial (the hang watchdog does not count it). nullopt while out of touch;
+  // absl::InfinitePast() where nothing stands between (a local process).
+  virtual std::optional<absl::Time> InTouchSince(const std::string& /*backend_id*/,
+                                                 absl::Time /*now*/) const {
+    return absl::InfinitePast();
+  }
   // The sweep's quarantined nodes, all of them each time (SweepSpec failures): none of its later
   // trials runs there, nor does any allocation or job requested for it.
   virtual void ExcludeNodes(int64_t /*sweep_id*/, const std::set<std::string>& /*nodes*/) {}

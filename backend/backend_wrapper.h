@@ -66,6 +66,10 @@ class BackendWrapper : public Backend {
   std::vector<std::string> NodesOf(const std::string& backend_id) const override {
     return inner_.NodesOf(backend_id);
   }
+  std::optional<absl::Time> InTouchSince(const std::string& backend_id,
+                                         absl::Time now) const override {
+    return inner_.InTouchSince(backend_id, now);
+  }
   void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override {
     inner_.ExcludeNodes(sweep_id, nodes);
   }

@@ -179,6 +179,14 @@ std::vector<std::string> Router::NodesOf(const std::string& backend_id) const {
   return {};
 }
 
+std::optional<absl::Time> Router::InTouchSince(const std::string& backend_id,
+                                               absl::Time now) const {
+  for (const auto& b : backends_) {
+    if (absl::StartsWith(backend_id, b->Name() + ":")) return b->InTouchSince(backend_id, now);
+  }
+  return absl::InfinitePast();
+}
+
 void Router::ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) {
   for (const auto& b : backends_) b->ExcludeNodes(sweep_id, nodes);
 }

@@ -59,6 +59,8 @@ class Router final : public Backend {
   void SweepReopened(int64_t sweep_id) override;
   // To the backend its id names.
   std::vector<std::string> NodesOf(const std::string& backend_id) const override;
+  std::optional<absl::Time> InTouchSince(const std::string& backend_id,
+                                         absl::Time now) const override;
   void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override;
   void SetWakeup(std::function<void()> wake) override;
 

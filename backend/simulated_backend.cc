@@ -128,6 +128,12 @@ void SimulatedBackend::Act() {
   to_checkpoint_.clear();
 }
 
+std::vector<std::string> SimulatedBackend::NodesOf(const std::string& backend_id) const {
+  size_t at = backend_id.find(" nodes=");
+  if (at == std::string::npos) return {};
+  return {backend_id.substr(at + 7)};
+}
+
 std::vector<BackendEvent> SimulatedBackend::Poll() {
   std::vector<BackendEvent> out;
   out.swap(allocation_events_);
@@ -137,7 +143,8 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
     if (!sim.started && now >= sim.start) {
       sim.started = true;
       BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kStarted, it->first, sim.start);
-      e.backend_id = absl::StrCat(name_, ":", it->first);
+      e.backend_id = absl::StrCat(name_, ":", it->first,
+                                  sim.fate.node.empty() ? "" : " nodes=", sim.fate.node);
       e.gpus = sim.grant.CudaVisibleDevices();
       out.push_back(e);
     }

@@ -16,6 +16,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/resource_pool.h"
@@ -33,6 +35,7 @@ struct SimulatedFate {
   // This long after it started, it is told to checkpoint for `interruption` (kCheckpoint, and
   // the signal at the next Act); it still ends as the rest of the fate says.
   std::optional<absl::Duration> checkpoint_after;
+  std::string node;  // the node it runs on (its backend id and NodesOf name it); "": none
 };
 
 class SimulatedBackend final : public Backend {
@@ -67,6 +70,14 @@ class SimulatedBackend final : public Backend {
   void SweepEnded(int64_t sweep_id) override;
   void SweepReopened(int64_t sweep_id) override { ended_sweeps_.erase(sweep_id); }
   void set_allocations(AllocationModel model) { model_ = model; }
+  // The node of a trial whose fate named one (" nodes=NODE" in its backend id).
+  std::vector<std::string> NodesOf(const std::string& backend_id) const override;
+  // A partition between hpod and what runs the trials (an allocation's agent): while out of
+  // touch (nullopt) InTouchSince says so for every trial; back in touch, since when.
+  void set_in_touch_since(std::optional<absl::Time> since) { in_touch_since_ = since; }
+  std::optional<absl::Time> InTouchSince(const std::string&, absl::Time) const override {
+    return in_touch_since_;
+  }
   int Running() const override { return static_cast<int>(trials_.size()); }
   // True while the trial is held and its end has not come (for tests).
   bool Runs(int64_t trial_id) const;
@@ -116,6 +127,7 @@ class SimulatedBackend final : public Backend {
   std::map<int64_t, absl::Time> ended_sweeps_;  // when SweepEnded said so
   std::vector<BackendEvent> allocation_events_;
   int next_allocation_ = 1;
+  std::optional<absl::Time> in_touch_since_ = absl::InfinitePast();
 };
 
 }  // namespace hpo::backend

@@ -176,9 +176,19 @@ bool AgentHub::InTouch(uint32_t job_id, absl::Time now) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agents_.find(job_id);
   if (it == agents_.end()) return false;
-  const Agent& agent = it->second;
+  return InTouchLocked(it->second, now);
+}
+
+bool AgentHub::InTouchLocked(const Agent& agent, absl::Time now) {
   return agent.held.has_value() ||
          (agent.heard && now - *agent.heard <= kMaxWait + absl::Seconds(10));
+}
+
+std::optional<absl::Time> AgentHub::InTouchSince(uint32_t job_id, absl::Time now) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agents_.find(job_id);
+  if (it == agents_.end() || !InTouchLocked(it->second, now)) return std::nullopt;
+  return it->second.in_touch_since;
 }
 
 void AgentHub::Acknowledge(uint32_t job_id, int64_t trial_id, int segment) {
@@ -307,6 +317,7 @@ void AgentHub::Sync(const v1::AgentSyncRequest& req, const std::string& token, b
                    req.job_id(), req.host(), req.steps_size(),
                    proven ? "" : "; an agent of an older release, without proofs");
     }
+    if (!InTouchLocked(agent, now)) agent.in_touch_since = now;
     agent.heard = now;
     if (req.epoch() == epoch_ && req.applied() > agent.applied) agent.applied = req.applied();
     while (!agent.orders.empty() && agent.orders.front().seq() <= agent.applied) {

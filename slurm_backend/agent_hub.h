@@ -84,6 +84,8 @@ class AgentHub final : public v1::AgentService::CallbackService {
   // Whether the allocation's agent is in touch at `now`: hpod holds its call, or heard it within
   // kMaxWait and a margin (an agent calls again as soon as a held call is answered).
   bool InTouch(uint32_t job_id, absl::Time now) const;
+  // Since when it has been in touch without a break, up to `now`; nullopt when it is not now.
+  std::optional<absl::Time> InTouchSince(uint32_t job_id, absl::Time now) const;
   // The backend took this ended step's outcome: the agent may forget it.
   void Acknowledge(uint32_t job_id, int64_t trial_id, int segment);
   // Where hpod listens (HPO_ENDPOINT in the allocations it requests from now on); the agents
@@ -129,13 +131,16 @@ class AgentHub final : public v1::AgentService::CallbackService {
     std::set<std::pair<int64_t, int>> acknowledged;
     std::optional<Held> held;
     std::optional<absl::Time> heard;
-    int64_t last_call_ms = 0;  // the time of the last AgentCall heard: later ones only
+    absl::Time in_touch_since;  // when it was heard after a silence (or first)
+    int64_t last_call_ms = 0;   // the time of the last AgentCall heard: later ones only
   };
   // One call of an agent, whose token (or proof) checked when `proven`.
   void Sync(const v1::AgentSyncRequest& req, const std::string& token, bool proven, Pending* call);
   // Fills `resp` with the agent's orders and acknowledgements.
   void AnswerLocked(const Agent& agent, v1::AgentSyncResponse* resp) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // InTouch, of an agent hpod holds.
+  static bool InTouchLocked(const Agent& agent, absl::Time now);
   void Expire();
   std::string TokenPath(uint32_t job_id) const;
   void Drop(uint32_t job_id, bool release);

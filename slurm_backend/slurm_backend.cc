@@ -176,7 +176,7 @@ JobRequest SlurmBackend::Request(const LaunchSpec& spec, const std::string& shim
                     "[ -z \"$HPO_PARAMS_JSON\" ] || printf '%s\\n' \"$HPO_PARAMS_JSON\" > ",
                     ShellQuote(layout::TrialDir(spec.trial_dir).params()), " 2>/dev/null\nexec");
   }
-  r.script += tasks > 1 ? " srun --kill-on-bad-exit=1" : "";
+  r.script += tasks > 1 ? " srun --kill-on-bad-exit=1 --label" : "";
   if (tasks > 1 && spec.resources.gpus_per_task > 0) {
     absl::StrAppend(&r.script, " --gpus-per-task=", spec.resources.gpus_per_task);
   }
@@ -244,6 +244,9 @@ std::vector<std::string> SlurmBackend::StepArgv(uint32_t job_id,
     argv.push_back(
         absl::StrCat("--time=", absl::ToInt64Minutes(absl::Ceil(r.time_limit, absl::Minutes(1)))));
   }
+  // Each line of a trial of several tasks names its task: the failures rules read the output
+  // of the task that failed first (common/task_output.h).
+  if (r.nodes * r.tasks_per_node > 1) argv.push_back("--label");
   argv.insert(argv.end(), {"/bin/sh", "-c", kTaskRecordScript, spec.trial_dir});
   argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
   return argv;

@@ -128,6 +128,10 @@ class SlurmBackend final : public backend::Backend {
   void SweepReopened(int64_t sweep_id) override { pool_.SweepReopened(sweep_id); }
   // The names in the " nodes=" part of a step's or job's backend id (StepBackendId).
   std::vector<std::string> NodesOf(const std::string& backend_id) const override;
+  // A step that its allocation's agent started (" agent" in its id): since when the agent has
+  // been in touch (AgentHub::InTouchSince); a step or job hpod watches itself: always.
+  std::optional<absl::Time> InTouchSince(const std::string& backend_id,
+                                         absl::Time now) const override;
   // Later steps skip them, and later allocations and trial jobs ask slurmctld to (`--exclude`).
   void ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) override;
   // Steps and jobs keep running, and so do the allocations (a restart takes back those in use

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/task_output.h"
 #include "slurm_backend/slurm_backend.h"
 #include "spdlog/spdlog.h"
 
@@ -247,11 +248,14 @@ namespace {
 // What Slurm said ended a step, in the lines slurmstepd writes to its stderr
 // ("*** STEP 12.3 ON n1 CANCELLED AT ... DUE TO TIME LIMIT ***"); kNone when it said nothing.
 // The log holds every segment of a resumable trial: only the lines about this step (its full
-// id, when known) count.
+// id, when known) count. A step of several tasks that srun itself canceled because one of them
+// exited badly (--kill-on-bad-exit: srun names that task, common/task_output.h) ended by the
+// trial's own failure, not by a cancel from outside.
 Interruption SlurmSaid(const std::string& tail, uint32_t job_id, std::optional<uint32_t> step_id) {
   std::string step =
       absl::StrCat("*** STEP ", job_id, ".", step_id ? absl::StrCat(*step_id, " ") : std::string());
   std::string job = absl::StrCat("*** JOB ", job_id, " ");
+  const bool task_failed = !SplitTaskOutput(tail).culprit.empty();
   Interruption said = Interruption::kNone;
   for (absl::string_view line : absl::StrSplit(tail, '\n')) {
     bool about_step = absl::StrContains(line, step) && absl::StrContains(line, "CANCELLED");
@@ -262,7 +266,7 @@ Interruption SlurmSaid(const std::string& tail, uint32_t job_id, std::optional<u
       said = Interruption::kPreempted;
     } else if (absl::StrContains(line, "DUE TO NODE FAIL")) {
       said = Interruption::kNodeFailure;
-    } else if (said == Interruption::kNone) {
+    } else if (said == Interruption::kNone && !(about_step && task_failed)) {
       said = Interruption::kCanceledOutside;
     }
   }

@@ -1,13 +1,15 @@
 // SlurmBackend: what hpod asks slurmctld about a sweep before and around its trials: whether it
 // could ever run (CheckFits, Vet), when it would start (ExpectedStart), the partitions' time
-// limits, and the nodes a sweep keeps away from (NodesOf, ExcludeNodes). The rest is in
-// slurm_backend.cc.
+// limits, the nodes a sweep keeps away from (NodesOf, ExcludeNodes), and whether hpod hears what
+// runs a step (InTouchSince). The rest is in slurm_backend.cc.
 #include <algorithm>
 #include <set>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/address.h"
 #include "slurm_backend/slurm_backend.h"
 #include "spdlog/spdlog.h"
@@ -184,6 +186,20 @@ std::vector<std::string> SlurmBackend::NodesOf(const std::string& backend_id) co
   std::string list = backend_id.substr(at, backend_id.find(' ', at) - at);
   if (list.empty()) return {};
   return api_->ExpandHostlist(list);
+}
+
+std::optional<absl::Time> SlurmBackend::InTouchSince(const std::string& backend_id,
+                                                     absl::Time now) const {
+  if (options_.agent.hub == nullptr || !absl::EndsWith(backend_id, " agent")) {
+    return absl::InfinitePast();
+  }
+  uint32_t job_id = 0;
+  absl::string_view id = backend_id;
+  if (!absl::ConsumePrefix(&id, "slurm:job=") ||
+      !absl::SimpleAtoi(id.substr(0, id.find(' ')), &job_id)) {
+    return absl::InfinitePast();
+  }
+  return options_.agent.hub->InTouchSince(job_id, now);
 }
 
 void SlurmBackend::ExcludeNodes(int64_t sweep_id, const std::set<std::string>& nodes) {

@@ -37,9 +37,8 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
           {[this] { lifecycle_.Tick(); }, [this](const absl::Status& commit) { Committed(commit); },
            [this](double seconds) { telemetry_->ObserveBatch(seconds); }}) {
   lifecycle_.set_late_reports(
-      [this](Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries) {
-        intake_.Late(sweep, trial, entries);
-      });
+      [this](Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries,
+             bool running) { intake_.Late(sweep, trial, entries, running); });
 }
 
 Controller::~Controller() { Shutdown(); }

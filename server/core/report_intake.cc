@@ -208,8 +208,8 @@ absl::Status ReportIntake::Take(Sweep& sweep, TrialRuntime& trial, const v1::Rep
   return absl::OkStatus();
 }
 
-void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial,
-                        const std::vector<JournalEntry>& entries) {
+void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries,
+                        bool running) {
   TrialRecord& rec = trial.rec;
   if (v1::IsFinal(rec.state)) return;
   absl::StatusOr<std::vector<ReportRecord>> stored = store_.LoadReports(rec.id);
@@ -230,7 +230,7 @@ void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial,
     req.set_report_id(e.id);
     req.set_time(absl::ToDoubleSeconds(e.time - absl::UnixEpoch()));
     absl::Status s = Validate(req, rec.id);
-    if (s.ok()) s = Take(sweep, trial, req, /*may_stop=*/false);
+    if (s.ok()) s = Take(sweep, trial, req, /*may_stop=*/running && !trial.stop_requested());
     if (!s.ok()) {
       spdlog::warn("trial {}: a report from its journal is skipped: {}", rec.id, s.ToString());
       continue;
@@ -238,8 +238,8 @@ void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial,
     ++taken;
   }
   if (taken > 0) {
-    spdlog::info("trial {}: {} report(s) it made while hpod was away taken from its journal",
-                 rec.id, taken);
+    spdlog::info("trial {}: {} report(s) hpod had not heard taken from its journal{}", rec.id,
+                 taken, running ? " (it runs on)" : "");
   }
 }
 

@@ -60,11 +60,13 @@ class ReportIntake {
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Report(const v1::ReportRequest& req,
                                                           absl::string_view token,
                                                           std::string* refusal_proof = nullptr);
-  // Reports a trial left in its journal when its command ended (TrialLifecycle::LateReports):
-  // each one hpod has not stored yet (by its id) is stored and applied as if it had come in
-  // time, but a stop it would decide comes too late to apply. A report that fails the checks
-  // is skipped and logged.
-  void Late(Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries);
+  // Reports a trial left in its journal that hpod had not heard (TrialLifecycle::LateReports),
+  // read when its command ended or, `running`, while it runs silent: each one hpod has not
+  // stored yet (by its id) is stored and applied as if it had come in time; a stop it would
+  // decide applies to a trial that runs, and comes too late for one that ended. A report that
+  // fails the checks is skipped and logged.
+  void Late(Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries,
+            bool running);
 
  private:
   // The report of a trial whose token checked: stored and answered, or refused.

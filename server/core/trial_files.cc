@@ -7,9 +7,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/layout.h"
+#include "common/task_output.h"
 
 namespace hpo::server {
 
@@ -24,21 +26,31 @@ TrialFiles::JournalRead ReadTrialEnd(int64_t trial_id, const std::string& trial_
   read.trial_id = trial_id;
   read.entries = ReadUnsentReports(trial_dir);
   bool truncated = false;
-  absl::StatusOr<std::string> tail = TailFile(trial_dir + "/" + layout::kStderr, 4096, &truncated);
-  if (tail.ok()) {
-    read.error_tail = *tail;
-    // The trial's own last word: Slurm's lines (srun's and slurmstepd's, which follow it in a
-    // step's stderr) are not, and a first line the tail cut is not whole.
-    std::vector<absl::string_view> lines = absl::StrSplit(*tail, '\n');
-    for (size_t i = lines.size(); i-- > (truncated ? 1 : 0);) {
-      absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
-      if (line.empty() || absl::StartsWith(line, "srun: ") ||
-          absl::StartsWith(line, "slurmstepd: ")) {
-        continue;
-      }
-      read.last_error_line = std::string(line.substr(0, 500));
-      break;
-    }
+  absl::StatusOr<std::string> tail = TailFile(trial_dir + "/" + layout::kStderr, 16384, &truncated);
+  if (!tail.ok()) return read;
+  read.error_tail = *tail;
+  // The trial's own last word: Slurm's lines (srun's and slurmstepd's, which follow it in a
+  // step's stderr, under a task's label too) are not, and a first line the tail cut is not
+  // whole. In a step of several tasks whose output interleaves, the last word of the task that
+  // failed first, when srun said which (common/task_output.h).
+  auto own_line = [](absl::string_view line) {
+    absl::string_view own = StripTaskLabel(line);
+    return !line.empty() && !absl::StartsWith(own, "srun: ") &&
+           !absl::StartsWith(own, "slurmstepd: ") && !absl::StartsWith(own, "slurmstepd-");
+  };
+  std::vector<absl::string_view> lines = absl::StrSplit(*tail, '\n');
+  size_t first = truncated ? 1 : 0;
+  TaskOutput by_task = SplitTaskOutput(*tail);
+  std::string culprit_label;
+  if (!by_task.culprit.empty() && by_task.tasks.count(*by_task.culprit.begin())) {
+    culprit_label = absl::StrCat(*by_task.culprit.begin(), ": ");
+  }
+  for (size_t i = lines.size(); i-- > first;) {
+    absl::string_view line = absl::StripAsciiWhitespace(lines[i]);
+    if (!own_line(line)) continue;
+    if (!culprit_label.empty() && !absl::StartsWith(line, culprit_label)) continue;
+    read.last_error_line = std::string(line.substr(0, 500));
+    break;
   }
   return read;
 }

@@ -50,7 +50,7 @@ class TrialFiles {
     // The last line the trial wrote to its standard error ("" when none): what a failure
     // usually says, read with the journal.
     std::string last_error_line;
-    std::string error_tail;  // the last 4 KiB of its stderr (failure rules search it)
+    std::string error_tail;  // the last 16 KiB of its stderr (failure rules search it)
   };
   using TailDone = std::function<void(absl::StatusOr<LogTail>)>;
   using RemoveDone = std::function<void(absl::Status)>;

@@ -27,11 +27,14 @@ TrialLifecycle::TrialLifecycle(Options options, SweepTable& table, Store& store,
       backend_(backend),
       files_(files),
       events_(events),
-      clock_(clock) {}
+      clock_(clock) {
+  hearing_since_ = clock_.Now();  // hpod's start
+}
 
 bool TrialLifecycle::Writable() const { return store_.Health().ok() && files_.Health().ok(); }
 
 void TrialLifecycle::Tick() {
+  NoteAway();
   for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
   PollJournals();
   PollFiles();

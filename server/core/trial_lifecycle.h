@@ -55,8 +55,10 @@ class TrialLifecycle {
   // Reports a trial left in its journal that hpod may not have: when a trial's command ends,
   // hpod reads its journal (off this thread, TrialFiles) and hands what is past the journal's
   // cursor to `late` before it records the end, so that reports made while hpod was away
-  // count. (The controller gives ReportIntake::Late.)
-  using LateReports = std::function<void(Sweep&, TrialRuntime&, const std::vector<JournalEntry>&)>;
+  // count; so it does for a running trial the hang watchdog finds silent (`running`), before it
+  // decides. (The controller gives ReportIntake::Late.)
+  using LateReports =
+      std::function<void(Sweep&, TrialRuntime&, const std::vector<JournalEntry>&, bool running)>;
   void set_late_reports(LateReports late) { late_reports_ = std::move(late); }
   const Options& options() const { return options_; }
   // False while the store or the sweeps file system cannot be written.
@@ -152,7 +154,25 @@ class TrialLifecycle {
   // The hang watchdog (SweepSpec::health), once a second: a running trial silent for longer than
   // its timeout gets the health signal and is stopped its grace later, as LOST with the
   // interruption `hung` (continued from its checkpoint instead, when its sweep is resumable).
+  // Quarantines expire on the same round.
   void CatchHung();
+  // hpod's own absence: a tick later than kAwayAfter after the last one means hpod did not run
+  // (stopped, swapped out, a frozen host or file system), and silence before now is not counted.
+  void NoteAway();
+  static constexpr absl::Duration kAwayAfter = absl::Seconds(5);
+  absl::Time last_tick_ = absl::InfinitePast();
+  absl::Time hearing_since_;  // this hpod's start, or its return from being away
+  struct Silence {
+    absl::Duration silent;
+    absl::Duration timeout;
+  };
+  // How long the trial has been silent, counting only time in which hpod could hear it, when
+  // that is past its timeout.
+  std::optional<Silence> SilentPastTimeout(const Sweep& sweep, TrialRuntime& trial, absl::Time now);
+  // A silent trial's journal was read (`read`): what hpod had not heard is taken, and the trial
+  // is caught when it is silent still.
+  void HangReadDone(Sweep& sweep, TrialRuntime& trial, TrialFiles::JournalRead& read);
+  std::set<int64_t> hang_reads_;  // trials silent past their timeout whose journal is being read
   void CaughtHung(Sweep& sweep, TrialRuntime& trial, absl::Duration silent, absl::Duration timeout);
   // A hung trial stopped by the watchdog (its stop ended it): true when it goes on from its
   // checkpoint as its next segment (instead of ending LOST, and retried).
@@ -162,9 +182,22 @@ class TrialLifecycle {
   // infrastructure's: it continues from its checkpoint when it may, else it ends LOST (retried).
   void InfrastructureFailed(Sweep& sweep, TrialRuntime& trial, const std::string& rule,
                             absl::Time at);
-  // ... and counts it against each node it ran on (SweepRecord::nodes), quarantining a node
-  // that reached failures.quarantine_after.
-  void CountNodeFailure(Sweep& sweep, const TrialRecord& trial, const std::string& why);
+  // ... and counts it against each node it ran on (SweepRecord::nodes), or only `culprit_node`
+  // when that is one of them (where the task that failed first ran), quarantining a node that
+  // reached failures.quarantine_after, unless that would take more than
+  // failures.quarantine_max_share of the sweep's nodes.
+  void CountNodeFailure(Sweep& sweep, const TrialRecord& trial, const std::string& why,
+                        const std::string& culprit_node);
+  // The nodes a trial runs on join the sweep's (SweepRecord::nodes), which the quarantine's
+  // share counts.
+  void NoteNodes(Sweep& sweep, const TrialRecord& trial);
+  // A quarantine older than failures.quarantine_for ends, and the log says so.
+  void ExpireQuarantines(Sweep& sweep, absl::Time now);
+  // The sweep's trials (and segments) lost to the infrastructure: failures rules and hangs.
+  static int InfrastructureLosses(const Sweep& sweep);
+  // After such a loss (`trial`, `why`): the sweep pauses at every failures.max_infrastructure
+  // of them.
+  void CheckInfrastructureBudget(Sweep& sweep, const TrialRecord& trial, const std::string& why);
   // Fail-fast (SweepSpec::health): a trial of `sweep` ended; pauses the sweep when its first
   // trials to end all failed fast the same way.
   void CheckFailFast(Sweep& sweep, const TrialRuntime& trial);

@@ -43,11 +43,13 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool jou
       rec.state = v1::TRIAL_STATE_RUNNING;
       rec.backend_id = e.backend_id;
       rec.gpus = e.gpus;
+      NoteNodes(*sweep, rec);
       SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_STATE);
       break;
     case backend::BackendEvent::Kind::kUpdated:
       rec.backend_id = e.backend_id;
       if (!e.gpus.empty()) rec.gpus = e.gpus;
+      NoteNodes(*sweep, rec);
       SaveTrial(*sweep, *trial, v1::EVENT_KIND_TRIAL_PROGRESS);
       break;
     case backend::BackendEvent::Kind::kExited: {
@@ -122,7 +124,12 @@ void TrialLifecycle::PollJournals(bool now) {
   }
   for (TrialFiles::JournalRead& read : reads) {
     auto wait = journal_waits_.find(read.trial_id);
-    if (wait == journal_waits_.end()) continue;
+    if (wait == journal_waits_.end()) {
+      if (hang_reads_.erase(read.trial_id) == 0) continue;
+      auto [sweep, trial] = table_.FindTrial(read.trial_id);
+      if (trial != nullptr) HangReadDone(*sweep, *trial, read);
+      continue;
+    }
     backend::BackendEvent e = std::move(wait->second);
     journal_waits_.erase(wait);
     auto [sweep, trial] = table_.FindTrial(read.trial_id);
@@ -133,7 +140,7 @@ void TrialLifecycle::PollJournals(bool now) {
           "are not counted",
           read.trial_id, read.entries.status().ToString());
     } else if (!read.entries->empty() && late_reports_) {
-      late_reports_(*sweep, *trial, *read.entries);
+      late_reports_(*sweep, *trial, *read.entries, /*running=*/false);
     }
     trial->last_error_line = std::move(read.last_error_line);
     trial->error_tail = std::move(read.error_tail);

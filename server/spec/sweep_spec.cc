@@ -928,8 +928,20 @@ void Parser::CheckDuplicateKeys(const YAML::Node& root) {
 
 const std::vector<SpecDefaults>& SpecDefaultVersions() {
   // Version 1: auto sampler and stopper, the hang watchdog at the trial's own pace, fail-fast,
-  // the built-in infrastructure rules.
-  static const std::vector<SpecDefaults> versions = {SpecDefaults{}};
+  // the built-in infrastructure rules; quarantine without a cap or an end, no budget for
+  // infrastructure failures.
+  // Version 2: quarantine of at most half the sweep's nodes, for an hour; a pause at every 20
+  // trials lost to the infrastructure.
+  static const std::vector<SpecDefaults> versions = [] {
+    SpecDefaults v1;
+    v1.version = 1;
+    v1.quarantine_max_share = 1;
+    v1.quarantine_for = absl::ZeroDuration();
+    v1.max_infrastructure = 0;
+    SpecDefaults v2;
+    v2.version = 2;
+    return std::vector<SpecDefaults>{v1, v2};
+  }();
   return versions;
 }
 
@@ -949,6 +961,9 @@ SweepSpec WithDefaults(const SpecDefaults& d) {
   spec.health = d.health;
   spec.failures.defaults = d.failure_rules;
   spec.failures.quarantine_after = d.quarantine_after;
+  spec.failures.quarantine_max_share = d.quarantine_max_share;
+  spec.failures.quarantine_for = d.quarantine_for;
+  spec.failures.max_infrastructure = d.max_infrastructure;
   spec.external_timeout = d.external_timeout;
   return spec;
 }

@@ -121,6 +121,15 @@ struct FailureRules {
   // matched) is quarantined: the sweep places nothing more there until the user allows it again
   // (`hpo nodes SWEEP --allow NODE`). 0: never.
   int quarantine_after = 2;
+  // Never more than this share of the nodes the sweep's trials ran on is quarantined at once (a
+  // fault that follows every node is not the nodes'); 1: no cap.
+  double quarantine_max_share = 0.5;
+  // A quarantine ends by itself after this long (the node may have been repaired); 0: only
+  // `hpo nodes --allow` ends it.
+  absl::Duration quarantine_for = absl::Hours(1);
+  // The sweep pauses at every this many trials it lost to the infrastructure (failures rules,
+  // hangs): a cluster that fails everything is not retried without end. 0: never.
+  int max_infrastructure = 20;
 };
 // The built-in rules: an uncorrectable ECC error, a GPU fallen off the bus, NCCL's system and
 // remote errors, CUDA's device-unavailable and unknown errors.
@@ -166,9 +175,13 @@ struct SweepSpec {
   FailureRules failures;
   PlanInputs plan;
   // The rule a trial that exited with `exit_code` / `term_signal` and wrote `stderr_tail` last
-  // matches (its Describe()), or nullopt: a failure of the configuration.
+  // matches (its Describe()), or nullopt: a failure of the configuration. In a trial of several
+  // tasks (MultiTask) a stderr pattern is looked for in the output of the task that failed
+  // first (common/task_output.h), or in every task's when that is not known.
   std::optional<std::string> InfrastructureFailure(int exit_code, int term_signal,
                                                    const std::string& stderr_tail) const;
+  // A trial runs more than one task (Slurm runs them with `srun --label`).
+  bool MultiTask() const;
   // Configurations that run first (the file's `enqueue:`), in order; they count toward
   // budget.max_trials.
   std::vector<algorithms::Params> enqueue;
@@ -216,10 +229,13 @@ struct SpecDefaults {
   absl::Duration stop_grace = absl::Seconds(10);
   int stop_signal = SIGTERM;
   int max_retries = 2;
-  Checkpointing checkpoint;   // grace, max_segments and signal of a `checkpoint:` section
-  Health health;              // `health:`, as a whole and key by key
-  bool failure_rules = true;  // failures.defaults: the built-in infrastructure rules
-  int quarantine_after = 2;   // failures.quarantine_after
+  Checkpointing checkpoint;           // grace, max_segments and signal of a `checkpoint:` section
+  Health health;                      // `health:`, as a whole and key by key
+  bool failure_rules = true;          // failures.defaults: the built-in infrastructure rules
+  int quarantine_after = 2;           // failures.quarantine_after
+  double quarantine_max_share = 0.5;  // failures.quarantine_max_share
+  absl::Duration quarantine_for = absl::Hours(1);  // failures.quarantine_for
+  int max_infrastructure = 20;                     // failures.max_infrastructure
   absl::Duration external_timeout = absl::Minutes(10);
 };
 // Every version this hpod knows, oldest first; the last is what a new sweep is submitted under.

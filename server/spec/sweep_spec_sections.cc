@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/task_output.h"
 #include "server/spec/sweep_spec.h"
 #include "server/spec/sweep_spec_parser.h"
 
@@ -45,14 +46,34 @@ const std::vector<FailureRule>& DefaultInfrastructureRules() {
   return *rules;
 }
 
+bool SweepSpec::MultiTask() const { return resources.nodes * resources.tasks_per_node > 1; }
+
 std::optional<std::string> SweepSpec::InfrastructureFailure(int exit_code, int term_signal,
                                                             const std::string& stderr_tail) const {
+  // A trial of several tasks: a pattern speaks for the task that failed first (the others'
+  // words are often about it), or, when srun did not say which that was, only when every task
+  // with output says it.
+  const TaskOutput by_task = MultiTask() ? SplitTaskOutput(stderr_tail) : TaskOutput{};
+  auto says = [&](const std::regex& re) {
+    if (by_task.tasks.empty()) return std::regex_search(stderr_tail, re);
+    if (!by_task.culprit.empty()) {
+      for (int t : by_task.culprit) {
+        auto it = by_task.tasks.find(t);
+        if (it != by_task.tasks.end() && std::regex_search(it->second, re)) return true;
+      }
+      return false;
+    }
+    for (const auto& [task, text] : by_task.tasks) {
+      if (!std::regex_search(text, re)) return false;
+    }
+    return true;
+  };
   auto matches = [&](const FailureRule& rule) {
     if (rule.exit_code && *rule.exit_code != exit_code) return false;
     if (rule.signal && *rule.signal != term_signal) return false;
     if (!rule.stderr_pattern.empty()) {
       try {
-        if (!std::regex_search(stderr_tail, std::regex(rule.stderr_pattern))) return false;
+        if (!says(std::regex(rule.stderr_pattern))) return false;
       } catch (const std::regex_error&) {  // checked when parsed
         return false;
       }
@@ -74,13 +95,35 @@ namespace spec_parse {
 
 void Parser::Failures(const YAML::Node& node, SweepSpec& spec) {
   if (!ExpectMap(node, "failures")) return;
-  CheckKeys(node, "failures", {"defaults", "infrastructure", "quarantine_after"});
+  CheckKeys(node, "failures",
+            {"defaults", "infrastructure", "quarantine_after", "quarantine_max_share",
+             "quarantine_for", "max_infrastructure"});
   if (const YAML::Node d = node["defaults"]) {
     if (std::optional<bool> b = Bool(d, "failures defaults")) spec.failures.defaults = *b;
   }
   if (const YAML::Node q = node["quarantine_after"]) {
     if (std::optional<int64_t> v = Integer(q, "failures quarantine_after", 0, 1000)) {
       spec.failures.quarantine_after = static_cast<int>(*v);
+    }
+  }
+  if (const YAML::Node q = node["quarantine_max_share"]) {
+    std::optional<double> v = Number(q, "failures quarantine_max_share");
+    if (v && (*v <= 0 || *v > 1)) {
+      Error(q, absl::StrCat("failures quarantine_max_share must be above 0 and at most 1 (a share "
+                            "of the sweep's nodes), not ",
+                            *v));
+    } else if (v) {
+      spec.failures.quarantine_max_share = *v;
+    }
+  }
+  if (const YAML::Node q = node["quarantine_for"]) {
+    if (std::optional<absl::Duration> d = Duration(q, "failures quarantine_for")) {
+      spec.failures.quarantine_for = *d;
+    }
+  }
+  if (const YAML::Node m = node["max_infrastructure"]) {
+    if (std::optional<int64_t> v = Integer(m, "failures max_infrastructure", 0, 1'000'000)) {
+      spec.failures.max_infrastructure = static_cast<int>(*v);
     }
   }
   const YAML::Node list = node["infrastructure"];

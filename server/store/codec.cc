@@ -141,6 +141,9 @@ std::string NodesJson(const std::map<std::string, NodeHealth>& nodes) {
   for (const auto& [name, n] : nodes) {
     j[name] = {
         {"failures", n.failures}, {"quarantined", n.quarantined}, {"last_failure", n.last_failure}};
+    if (n.quarantined && n.quarantined_at != absl::InfinitePast()) {
+      j[name]["quarantined_at"] = absl::ToUnixMillis(n.quarantined_at);
+    }
   }
   return j.dump();
 }
@@ -155,6 +158,9 @@ std::map<std::string, NodeHealth> NodesFromJson(const std::string& text) {
     n.failures = e.value("failures", 0);
     n.quarantined = e.value("quarantined", false);
     n.last_failure = e.value("last_failure", std::string());
+    if (n.quarantined && e.contains("quarantined_at") && e["quarantined_at"].is_number_integer()) {
+      n.quarantined_at = absl::FromUnixMillis(e["quarantined_at"].get<int64_t>());
+    }
   }
   return out;
 }

@@ -53,7 +53,8 @@ struct BudgetChange {
 struct NodeHealth {
   int failures = 0;  // since the sweep started, or since the user last allowed the node
   bool quarantined = false;
-  std::string last_failure;  // the last such failure's message
+  absl::Time quarantined_at = absl::InfinitePast();  // when it was, while it is
+  std::string last_failure;                          // the last such failure's message
   bool operator==(const NodeHealth&) const = default;
 };
 

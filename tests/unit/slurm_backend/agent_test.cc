@@ -426,6 +426,22 @@ TEST_F(AgentTest, WhileItsAgentWatchesAnAllocationSlurmctldIsAskedOnlyNowAndThen
   EXPECT_GT(slurm_->queries, asked);
 }
 
+// An AgentHub served on a loopback port, and a stub that calls it.
+struct ServedHub {
+  ServedHub(const std::string& dir, const Clock& clock) : hub(dir, clock) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&hub);
+    server = builder.BuildAndStart();
+    stub = v1::AgentService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+  AgentHub hub;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<v1::AgentService::Stub> stub;
+};
+
 TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {
   char tmpl[] = "/tmp/hpo-agent-hub-XXXXXX";
   std::string dir = ::mkdtemp(tmpl);
@@ -435,15 +451,10 @@ TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {
     EXPECT_TRUE(hub.Admitted(42));
     EXPECT_FALSE(hub.Admitted(43));
   }
-  AgentHub hub(dir, SystemClock::Get());  // a restarted hpod
+  ServedHub served(dir, SystemClock::Get());  // a restarted hpod
+  AgentHub& hub = served.hub;
+  auto& stub = served.stub;
   EXPECT_TRUE(hub.Admitted(42));
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&hub);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  auto stub = v1::AgentService::NewStub(
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   auto sync = [&](uint32_t job, const std::string& token, uint64_t applied,
                   const std::string& epoch, v1::AgentSyncResponse* resp) {
     grpc::ClientContext ctx;
@@ -527,9 +538,40 @@ TEST(AgentHubTest, OnlyTheAllocationsOwnTokenIsHeardAndItOutlivesARestart) {
   ASSERT_TRUE(inner.ParseFromString(answer.body()));
   EXPECT_TRUE(inner.released());
   hub.Close();
-  server->Shutdown();
+  served.server->Shutdown();
   hub.Forget(42);
   EXPECT_FALSE(std::filesystem::exists(dir + "/42.token"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AgentHubTest, InTouchSinceCountsFromTheAgentsReturnAfterASilence) {
+  char tmpl[] = "/tmp/hpo-agent-hub-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  FakeClock clock;
+  ServedHub served(dir, clock);
+  AgentHub& hub = served.hub;
+  ASSERT_TRUE(hub.Admit(42, "secret").ok());
+  auto sync = [&] {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer secret");
+    v1::AgentSyncRequest req;
+    req.set_job_id(42);
+    v1::AgentSyncResponse resp;
+    return served.stub->AgentSync(&ctx, req, &resp).ok();
+  };
+  EXPECT_FALSE(hub.InTouchSince(42, clock.Now()).has_value()) << "never heard";
+  absl::Time first = clock.Now();
+  ASSERT_TRUE(sync());
+  EXPECT_EQ(hub.InTouchSince(42, clock.Now()), first);
+  clock.Advance(absl::Seconds(20));
+  ASSERT_TRUE(sync());
+  EXPECT_EQ(hub.InTouchSince(42, clock.Now()), first) << "heard again within its wait: no break";
+  clock.Advance(absl::Minutes(2));
+  EXPECT_FALSE(hub.InTouchSince(42, clock.Now()).has_value()) << "silent: out of touch";
+  ASSERT_TRUE(sync());
+  EXPECT_EQ(hub.InTouchSince(42, clock.Now()), clock.Now()) << "counted from its return";
+  hub.Close();
+  served.server->Shutdown();
   std::filesystem::remove_all(dir);
 }
 

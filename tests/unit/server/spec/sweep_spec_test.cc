@@ -2,6 +2,7 @@
 
 #include <csignal>
 
+#include "common/task_output.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "slurm_backend/slurm_placement.h"
@@ -272,6 +273,46 @@ TEST(SweepSpec, Health) {
   EXPECT_THAT(e[3], HasSubstr("5:51: health signal must be a signal a trial can catch"));
 }
 
+// A trial of two tasks (srun --label): rank 1 raises, rank 0 then prints NCCL's "remote process
+// exited". The rule speaks for the task srun says failed first; without srun's word, only for
+// what every task says.
+TEST(SweepSpec, InATrialOfSeveralTasksRulesReadTheTaskThatFailedFirst) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) + "resources: {nodes: 2}\n", "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const SweepSpec& spec = *r.spec;
+  ASSERT_TRUE(spec.MultiTask());
+  const std::string raised =
+      "1: Traceback (most recent call last):\n1: ValueError: bad lr\n"
+      "0: RuntimeError: NCCL error: remote process exited or there was a network error\n"
+      "srun: error: n2: task 1: Exited with exit code 1\n"
+      "srun: error: n1: task 0: Killed\n";
+  EXPECT_EQ(spec.InfrastructureFailure(1, 0, raised), std::nullopt) << "rank 1's own bug";
+  TaskOutput out = SplitTaskOutput(raised);
+  EXPECT_EQ(out.culprit, std::set<int>{1});
+  EXPECT_EQ(out.culprit_node, "n2");
+  const std::string ecc =
+      "0: step 3\n1: CUDA error: uncorrectable ECC error encountered\n"
+      "srun: error: n2: task 1: Exited with exit code 1\n";
+  EXPECT_THAT(spec.InfrastructureFailure(1, 0, ecc).value_or(""), HasSubstr("ECC"))
+      << "the failing rank's GPU";
+  // Killed whole (no task's own end): a pattern only every task says.
+  const std::string one = "0: NCCL error: unhandled system error\n1: ValueError: bad lr\n";
+  EXPECT_EQ(spec.InfrastructureFailure(-1, 9, one), std::nullopt);
+  const std::string all =
+      "0: NCCL error: unhandled system error\n 1: NCCL error: unhandled system error\n";
+  EXPECT_THAT(spec.InfrastructureFailure(-1, 9, all).value_or(""), HasSubstr("NCCL"));
+  EXPECT_EQ(SplitTaskOutput("srun: error: n1: tasks 0,2-3: Exited with exit code 2\n").culprit,
+            (std::set<int>{0, 2, 3}));
+  EXPECT_EQ(StripTaskLabel(" 1: slurmstepd-n1: error: ***"), "slurmstepd-n1: error: ***");
+  EXPECT_EQ(StripTaskLabel("srun: error: x"), "srun: error: x");
+  // A trial of one task is read whole, numbers at the start of its lines or not.
+  ParseResult single = ParseSweepSpec(kBase, "s.yaml", "/");
+  ASSERT_TRUE(single.spec.has_value());
+  EXPECT_THAT(single.spec->InfrastructureFailure(1, 0, "0: fine\n3: uncorrectable ECC error\n")
+                  .value_or(""),
+              HasSubstr("ECC"));
+}
+
 TEST(SweepSpec, FailureRulesTellTheInfrastructuresFailuresFromTheConfigurations) {
   ParseResult r = ParseSweepSpec(kBase, "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
@@ -307,6 +348,24 @@ TEST(SweepSpec, FailureRulesTellTheInfrastructuresFailuresFromTheConfigurations)
   EXPECT_THAT(e[2], HasSubstr("failures stderr is not a valid regular expression"));
   EXPECT_THAT(e[3], HasSubstr("a failures rule needs exit_code, signal or stderr"));
   EXPECT_THAT(e[4], HasSubstr("failures signal must be a signal name"));
+
+  EXPECT_EQ(plain.failures.quarantine_max_share, 0.5) << "the default";
+  EXPECT_EQ(plain.failures.quarantine_for, absl::Hours(1));
+  EXPECT_EQ(plain.failures.max_infrastructure, 20);
+  r = ParseSweepSpec(std::string(kBase) +
+                         "failures: {quarantine_max_share: 0.25, quarantine_for: 30m, "
+                         "max_infrastructure: 5}\n",
+                     "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  EXPECT_EQ(r.spec->failures.quarantine_max_share, 0.25);
+  EXPECT_EQ(r.spec->failures.quarantine_for, absl::Minutes(30));
+  EXPECT_EQ(r.spec->failures.max_infrastructure, 5);
+  e = Errors(std::string(kBase) +
+             "failures: {quarantine_max_share: 0, quarantine_for: soon, max_infrastructure: -1}\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("failures quarantine_max_share must be above 0 and at most 1"));
+  EXPECT_THAT(e[1], HasSubstr("failures quarantine_for"));
+  EXPECT_THAT(e[2], HasSubstr("failures max_infrastructure must be between 0 and"));
 }
 
 TEST(SweepSpec, CheckpointAndTimeLimits) {

@@ -69,8 +69,9 @@ TEST(SqliteStore, RoundTripsEveryRecord) {
   auto sid = (*store)->InsertSweep(s);
   ASSERT_TRUE(sid.ok());
   s.id = *sid;
-  s.nodes["n2"] = {2, true, "the infrastructure failed it (stderr /ECC/)"};
-  s.nodes["n1"] = {1, false, ""};
+  s.nodes["n2"] = {2, true, absl::FromUnixMillis(1'700'000'000'123),
+                   "the infrastructure failed it (stderr /ECC/)"};
+  s.nodes["n1"] = {1, false, absl::InfinitePast(), ""};
   ASSERT_TRUE((*store)->UpdateSweep(s).ok());
   TrialRecord t;
   t.sweep_id = *sid;
