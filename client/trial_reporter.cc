@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -40,6 +41,14 @@ absl::Duration ReportTimeout() {
   if (text == nullptr || *text == '\0') return TrialReporter::kDefaultTimeout;
   absl::StatusOr<absl::Duration> d = ParseDuration(text);
   if (!d.ok() || *d <= absl::ZeroDuration()) return TrialReporter::kDefaultTimeout;
+  return *d;
+}
+
+absl::Duration ReportWait() {
+  const char* text = std::getenv("HPO_REPORT_WAIT");
+  if (text == nullptr || *text == '\0') return absl::Milliseconds(50);
+  absl::StatusOr<absl::Duration> d = ParseDuration(text);
+  if (!d.ok() || *d < absl::ZeroDuration()) return absl::Milliseconds(50);
   return *d;
 }
 
@@ -102,13 +111,46 @@ absl::Status TrialReporter::Record(int64_t step, const std::map<std::string, dou
   return absl::OkStatus();
 }
 
+void TrialReporter::Refresh() {
+  if (!journal_) return;
+  absl::StatusOr<std::vector<JournalEntry>> left = journal_->Unsent();
+  std::lock_guard lock(mu_);
+  if (!left.ok()) return;
+  std::set<int64_t> have;
+  for (const JournalEntry& e : pending_) have.insert(e.id);
+  for (JournalEntry& e : *left) {
+    if (e.end > cursor_.sent && have.insert(e.id).second) pending_.push_back(std::move(e));
+  }
+}
+
+void TrialReporter::Keep(JournalEntry entry) {
+  entry.end = 0;
+  std::lock_guard lock(mu_);
+  pending_.push_back(std::move(entry));
+}
+
+int TrialReporter::pending() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(pending_.size());
+}
+
+std::vector<std::string> TrialReporter::InMemoryLines() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const JournalEntry& e : pending_) {
+    if (e.end != 0) continue;
+    absl::StatusOr<std::string> line = FormatJournalLine(e);
+    if (line.ok()) out.emplace_back(absl::StripTrailingAsciiWhitespace(*line));
+  }
+  return out;
+}
+
 absl::Time TrialReporter::retry_after() const {
   std::lock_guard lock(mu_);
   return cursor_.backoff > absl::ZeroDuration() ? cursor_.retry_after : absl::InfinitePast();
 }
 
-absl::StatusOr<v1::ReportResponse> TrialReporter::Send(const JournalEntry& e,
-                                                       absl::Duration timeout) {
+v1::ReportRequest TrialReporter::Request(const JournalEntry& e) const {
   v1::ReportRequest req;
   req.set_trial_id(trial_id_);
   if (e.step) req.set_step(*e.step);
@@ -120,30 +162,77 @@ absl::StatusOr<v1::ReportResponse> TrialReporter::Send(const JournalEntry& e,
   // its own, so that whatever answers at hpod's address while hpod is away learns nothing and is
   // not believed.
   req.set_proof(ReportProof(token_, trial_id_, e.step, e.id, made, e.metrics));
+  return req;
+}
+
+absl::Status TrialReporter::Refusal(const grpc::Status& s, const grpc::ClientContext& ctx,
+                                    const std::string& request_proof) const {
+  absl::Status status = FromGrpc(s);
+  if (Unreached(status)) return status;
+  const auto& trailing = ctx.GetServerTrailingMetadata();
+  auto proof = trailing.find(kRefusalProofKey);
+  if (proof != trailing.end() &&
+      ProofsEqual(std::string(proof->second.data(), proof->second.size()),
+                  ReportRefusalProof(token_, request_proof, static_cast<int>(s.error_code())))) {
+    return status;  // hpod's own refusal
+  }
+  return absl::UnavailableError(absl::StrCat("the server at ", endpoint_,
+                                             " refused the report without proof that it is hpod (",
+                                             status.message(), "); the report waits"));
+}
+
+absl::Status TrialReporter::CheckReply(const v1::ReportResponse& resp,
+                                       const std::string& request_proof) const {
+  if (ProofsEqual(resp.proof(),
+                  ReportReplyProof(token_, request_proof, resp.action(), resp.step()))) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "the server at ", endpoint_, " answered without proof that it is hpod; the report waits"));
+}
+
+absl::StatusOr<v1::ReportResponse> TrialReporter::Send(const JournalEntry& e,
+                                                       absl::Duration timeout) {
+  v1::ReportRequest req = Request(e);
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout));
   v1::ReportResponse resp;
   grpc::Status s = stub_->Report(&ctx, req, &resp);
-  if (!s.ok()) {
-    absl::Status status = FromGrpc(s);
-    if (Unreached(status)) return status;
-    const auto& trailing = ctx.GetServerTrailingMetadata();
-    auto proof = trailing.find(kRefusalProofKey);
-    if (proof != trailing.end() &&
-        ProofsEqual(std::string(proof->second.data(), proof->second.size()),
-                    ReportRefusalProof(token_, req.proof(), static_cast<int>(s.error_code())))) {
-      return status;  // hpod's own refusal
-    }
-    return absl::UnavailableError(absl::StrCat(
-        "the server at ", endpoint_, " refused the report without proof that it is hpod (",
-        status.message(), "); the report waits"));
-  }
-  if (!ProofsEqual(resp.proof(),
-                   ReportReplyProof(token_, req.proof(), resp.action(), resp.step()))) {
-    return absl::UnavailableError(absl::StrCat(
-        "the server at ", endpoint_, " answered without proof that it is hpod; the report waits"));
-  }
+  if (!s.ok()) return Refusal(s, ctx, req.proof());
+  RETURN_IF_ERROR(CheckReply(resp, req.proof()));
   return resp;
+}
+
+TrialReporter::BatchReply TrialReporter::SendBatch(const std::vector<JournalEntry>& batch,
+                                                   absl::Duration timeout) {
+  BatchReply out;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout + absl::Milliseconds(20) * static_cast<int>(batch.size())));
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ReportRequest, v1::ReportResponse>> stream =
+      stub_->ReportStream(&ctx);
+  std::vector<std::string> proofs;
+  for (const JournalEntry& e : batch) {
+    v1::ReportRequest req = Request(e);
+    proofs.push_back(req.proof());
+    if (!stream->Write(req)) break;
+  }
+  stream->WritesDone();
+  v1::ReportResponse resp;
+  while (out.replies.size() < proofs.size() && stream->Read(&resp)) {
+    if (absl::Status s = CheckReply(resp, proofs[out.replies.size()]); !s.ok()) {
+      ctx.TryCancel();
+      out.status = s;
+      break;
+    }
+    out.replies.push_back(resp);
+  }
+  grpc::Status s = stream->Finish();
+  if (out.status.ok() && !s.ok()) {
+    out.status = Refusal(s, ctx, proofs[std::min(out.replies.size(), proofs.size() - 1)]);
+  } else if (out.status.ok() && out.replies.size() < proofs.size()) {
+    out.status = absl::UnavailableError("hpod ended the report stream early");
+  }
+  return out;
 }
 
 void TrialReporter::Done(const JournalEntry& e) {
@@ -192,7 +281,52 @@ absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration ti
     return out;
   }
   bool followed = false;
+  // hpod was not reached (`why`): once, it may listen elsewhere now (it moved to another node,
+  // or another port); else the next try is on a new connection, after the wait. True: try again.
+  auto unreached = [&](const absl::Status& why, absl::Time sent) {
+    if (!followed && FollowEndpoint()) {
+      followed = true;
+      return true;
+    }
+    Reconnect();
+    Missed(absl::Now() - sent);
+    out.missed = why;
+    return false;
+  };
+  auto answered = [&](const v1::ReportResponse& reply) {
+    ++out.delivered;
+    out.step = reply.step();
+    if (reply.action() == v1::ReportResponse::ACTION_STOP) {
+      out.stop = true;
+      out.reason = reply.reason();
+    }
+  };
   while (!pending_.empty()) {
+    if (pending_.size() > 1) {
+      // A backlog goes over one stream, in batches.
+      std::vector<JournalEntry> batch(pending_.begin(),
+                                      pending_.begin() + std::min<size_t>(pending_.size(), kBatch));
+      lock.unlock();
+      absl::Time sent = absl::Now();
+      BatchReply reply = SendBatch(batch, timeout);
+      lock.lock();
+      size_t taken = 0;
+      for (; taken < reply.replies.size(); ++taken) {
+        if (pending_.empty() || pending_.front().id != batch[taken].id) break;
+        Done(batch[taken]);
+        answered(reply.replies[taken]);
+      }
+      if (reply.status.ok()) continue;
+      if (Unreached(reply.status)) {
+        if (unreached(reply.status, sent)) continue;
+        break;
+      }
+      // Refused for good: it is not sent again.
+      if (taken < batch.size() && !pending_.empty() && pending_.front().id == batch[taken].id) {
+        Done(batch[taken]);
+      }
+      return reply.status;
+    }
     JournalEntry e = pending_.front();
     lock.unlock();
     absl::Time sent = absl::Now();
@@ -201,24 +335,12 @@ absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration ti
     // Only one delivery at a time takes reports off the front; another may have taken this one.
     if (pending_.empty() || pending_.front().id != e.id) continue;
     if (!reply.ok() && Unreached(reply.status())) {
-      // hpod may listen elsewhere now (it moved to another node, or another port): once.
-      if (!followed && FollowEndpoint()) {
-        followed = true;
-        continue;
-      }
-      Reconnect();  // the next try on a new connection, to whichever hpod answers then
-      Missed(absl::Now() - sent);
-      out.missed = reply.status();
+      if (unreached(reply.status(), sent)) continue;
       break;
     }
     Done(e);
     if (!reply.ok()) return reply.status();  // refused for good: it is not sent again
-    ++out.delivered;
-    out.step = reply->step();
-    if (reply->action() == v1::ReportResponse::ACTION_STOP) {
-      out.stop = true;
-      out.reason = reply->reason();
-    }
+    answered(*reply);
   }
   out.pending = static_cast<int>(pending_.size());
   out.in_memory = InMemory();

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
@@ -67,6 +68,16 @@ class TrialReporter {
   // Hands the waiting reports to hpod, oldest first, each call waiting at most `timeout`. While
   // the wait after a miss lasts it returns at once, unless `now`.
   [[nodiscard]] absl::StatusOr<Delivery> Deliver(absl::Duration timeout, bool now = false);
+  // Takes in what other processes of the trial appended to its journal since (hpo report's
+  // sender: the trainer's own `hpo report` calls record, the sender delivers).
+  void Refresh();
+  // A report another process recorded that no journal keeps (it could not be written): it
+  // waits here, in memory.
+  void Keep(JournalEntry entry);
+  // Reports waiting.
+  int pending() const;
+  // The waiting reports no journal keeps, as journal lines (for Keep in another process).
+  std::vector<std::string> InMemoryLines() const;
   // Record, then Deliver.
   [[nodiscard]] absl::StatusOr<Delivery> Report(int64_t step,
                                                 const std::map<std::string, double>& metrics,
@@ -78,9 +89,26 @@ class TrialReporter {
   int64_t trial_id() const { return trial_id_; }
 
  private:
+  // A backlog goes to hpod over one ReportStream, this many reports at a time.
+  static constexpr size_t kBatch = 256;
+  // The request for `e`, with its proof.
+  v1::ReportRequest Request(const JournalEntry& e) const;
+  // A call's failure: hpod's own refusal (its proof over `request_proof` checked), hpod not
+  // reached, or UNAVAILABLE for a refusal without proof.
+  absl::Status Refusal(const grpc::Status& s, const grpc::ClientContext& ctx,
+                       const std::string& request_proof) const;
+  // OK when `resp` carries hpod's proof over `request_proof`.
+  absl::Status CheckReply(const v1::ReportResponse& resp, const std::string& request_proof) const;
   // One report to hpod; OK or the reason it did not get there or was refused.
   [[nodiscard]] absl::StatusOr<v1::ReportResponse> Send(const JournalEntry& e,
                                                         absl::Duration timeout);
+  // Several over one stream: hpod's answers, in order, for as many as it answered, and why the
+  // rest were not (OK: every one was).
+  struct BatchReply {
+    std::vector<v1::ReportResponse> replies;
+    absl::Status status;
+  };
+  BatchReply SendBatch(const std::vector<JournalEntry>& batch, absl::Duration timeout);
   // hpod has it (or refused it for good): it waits no more.
   void Done(const JournalEntry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // hpod was not reached; the call took `took`.
@@ -107,5 +135,8 @@ class TrialReporter {
 
 // $HPO_REPORT_TIMEOUT (a duration) or TrialReporter::kDefaultTimeout.
 absl::Duration ReportTimeout();
+// How long a trainer's report waits for hpod's answer before the trial's sender takes it over:
+// $HPO_REPORT_WAIT (a duration such as 50ms; 0s: not at all) or 50 ms.
+absl::Duration ReportWait();
 
 }  // namespace hpo::client

@@ -1,9 +1,13 @@
 #include "client/cli/trial_side_commands.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -14,12 +18,16 @@
 #include <regex>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/cli/cli.h"
 #include "client/client.h"
 #include "client/trial_reporter.h"
+#include "common/files.h"
 #include "common/fom_regex.h"
+#include "common/report_journal.h"
 
 namespace hpo::client::cli {
 
@@ -28,8 +36,20 @@ TrialSideCommands::TrialSideCommands(CLI::App& app, int& rc) : rc_(rc) {
       app.add_subcommand("report", "inside a trial: push metrics (exit 10 when hpod says stop)");
   report->add_option("--step", report_.step,
                      "step (epoch) of the report; default: the trial's last step + 1");
-  report->add_option("metrics", report_.metrics, "name=value pairs")->required();
-  report->callback([this] { rc_ = Report(report_.step, report_.metrics); });
+  report->add_option("metrics", report_.metrics, "name=value pairs");
+  // The trial's sender, which `hpo report` starts itself (not for users).
+  report->add_flag("--deliver", report_.deliver)->group("");
+  report->add_option("--line", report_.lines)->group("");
+  report->callback([this] {
+    if (report_.deliver) {
+      rc_ = DeliverReports(report_.lines);
+    } else if (report_.metrics.empty()) {
+      std::fprintf(stderr, "hpo report: no metrics (name=value pairs) given\n");
+      rc_ = kExitUsage;
+    } else {
+      rc_ = Report(report_.step, report_.metrics);
+    }
+  });
   CLI::App* exec = app.add_subcommand(
       "exec", "inside a trial: run CMD, report every figure-of-merit line of its stdout");
   exec->add_option("--metric", exec_.metric,
@@ -206,6 +226,79 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
   return kExitError;
 }
 
+// --- report ------------------------------------------------------------------------------------
+//
+// A report waits for the trial's journal, and for hpod's answer at most HPO_REPORT_WAIT (50 ms)
+// while nothing else waits and hpod answered last time; the trial's sender delivers the rest. The
+// sender is `hpo report --deliver`, a process of its own that `hpo report` starts when none runs
+// (it holds reports.sender locked while it does): it sends the journal's backlog to hpod in
+// batches, waits as TrialReporter says while hpod does not answer, lingers a little for more, and
+// ends when nothing waits. hpod's answer that the trial should stop goes into reports.stop, and the
+// trial's next `hpo report` exits 10 with it. A report the journal cannot take (a full disk) is
+// handed to a sender of its own, in memory, with a warning: the trial goes on.
+
+namespace {
+
+constexpr char kSenderLock[] = "reports.sender";
+constexpr char kStopFile[] = "reports.stop";
+// A sender with nothing to send waits this long for more before it ends.
+constexpr absl::Duration kLinger = absl::Seconds(2);
+// A sender that has not reached hpod for this long ends; the next report starts another, and
+// hpod reads the journal when the trial ends.
+constexpr absl::Duration kGiveUp = absl::Minutes(10);
+
+std::string TrialFile(const char* name) {
+  const char* dir = std::getenv("HPO_TRIAL_DIR");
+  return dir == nullptr || *dir == '\0' ? "" : absl::StrCat(dir, "/", name);
+}
+
+// Starts `hpo report --deliver` with `lines` (reports no journal keeps), in the background.
+void StartSender(const std::vector<std::string>& lines) {
+  std::vector<std::string> args = {"hpo", "report", "--deliver"};
+  for (const std::string& l : lines) args.insert(args.end(), {"--line", l});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    std::fprintf(stderr,
+                 "hpo report: cannot start its sender (%s); the report waits in the journal\n",
+                 std::strerror(rc));
+  }
+}
+
+// Whether a sender holds the trial's lock; with `take`, takes it (the fd in *fd) when none does.
+bool SenderRuns(const std::string& lock_path, bool take, int* fd) {
+  int f = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (f < 0) return false;
+  if (::flock(f, LOCK_EX | LOCK_NB) != 0) {
+    ::close(f);
+    return true;
+  }
+  if (take) {
+    *fd = f;
+  } else {
+    ::close(f);
+  }
+  return false;
+}
+
+// hpod said the trial should stop: the reason, for the next report.
+std::optional<std::string> StopSaid(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  return std::string(absl::StripAsciiWhitespace(*text));
+}
+
+}  // namespace
+
 int Report(int64_t step, const std::vector<std::string>& pairs) {
   std::map<std::string, double> metrics;
   for (const std::string& p : pairs) {
@@ -220,28 +313,100 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
   auto reporter = client::TrialReporter::FromEnvironment();
   if (!reporter.ok()) return Fail(reporter.status());
   client::TrialReporter& r = **reporter;
-  absl::StatusOr<client::TrialReporter::Delivery> d =
-      r.Report(step, metrics, client::ReportTimeout());
-  if (d.ok() && d->in_memory > 0) {
-    // No journal keeps the report once this process exits (the trial has none, or it could
-    // not be written: a full disk): it waits for hpod, a minute at most.
+  if (!r.journaled()) {
+    // Without a trial directory (a trial something else runs) nothing keeps a report but this
+    // process: it waits for hpod's answer, a minute at most.
+    absl::StatusOr<client::TrialReporter::Delivery> d =
+        r.Report(step, metrics, client::ReportTimeout());
     absl::Time give_up = absl::Now() + absl::Seconds(60);
     while (d.ok() && d->in_memory > 0 && absl::Now() < give_up) {
       absl::SleepFor(std::min(r.retry_after() - absl::Now(), give_up - absl::Now()));
       d = r.Deliver(client::ReportTimeout(), /*now=*/true);
     }
-    if (d.ok() && d->in_memory > 0) return Fail(d->missed);
+    if (!d.ok()) return Fail(d.status());
+    if (d->in_memory > 0) return Fail(d->missed);
+    if (d->stop) {
+      std::printf("stop: %s\n", d->reason.c_str());
+      return kExitStop;
+    }
+    return 0;
   }
-  if (!d.ok()) return Fail(d.status());
-  if (!d->missed.ok()) {
-    std::fprintf(stderr, "hpo report: hpod does not answer (%s); %d report(s) wait in %s\n",
-                 std::string(d->missed.message()).c_str(), d->pending, r.journal_path().c_str());
+  if (absl::Status s = r.Record(step, metrics); !s.ok()) return Fail(s);
+  std::vector<std::string> in_memory = r.InMemoryLines();
+  if (!in_memory.empty()) {
+    std::fprintf(stderr,
+                 "hpo report: the journal %s cannot be written (a full or read-only disk?); the "
+                 "report waits in memory, in a sender of its own\n",
+                 r.journal_path().c_str());
+    StartSender(in_memory);
+  } else if (int fd = -1; !SenderRuns(TrialFile(kSenderLock), /*take=*/false, &fd)) {
+    // No backlog and hpod answering: its answer, a stop above all, is worth a short wait.
+    if (r.retry_after() == absl::InfinitePast()) {
+      absl::StatusOr<client::TrialReporter::Delivery> d = r.Deliver(client::ReportWait());
+      if (!d.ok()) return Fail(d.status());  // refused for good: a bad metric, a trial that ended
+      if (d->stop) {
+        std::printf("stop: %s\n", d->reason.c_str());
+        return kExitStop;
+      }
+      if (d->pending > 0) StartSender({});
+    } else {
+      StartSender({});
+    }
   }
-  if (d->stop) {
-    std::printf("stop: %s\n", d->reason.c_str());
+  if (std::optional<std::string> stop = StopSaid(TrialFile(kStopFile))) {
+    std::printf("stop: %s\n", stop->c_str());
     return kExitStop;
   }
   return 0;
+}
+
+int DeliverReports(const std::vector<std::string>& lines) {
+  auto reporter = client::TrialReporter::FromEnvironment();
+  if (!reporter.ok()) return Fail(reporter.status());
+  client::TrialReporter& r = **reporter;
+  const std::string lock_path = TrialFile(kSenderLock);
+  int lock_fd = -1;
+  if (lines.empty() && SenderRuns(lock_path, /*take=*/true, &lock_fd)) return 0;  // one at a time
+  for (const std::string& line : lines) {
+    std::vector<JournalEntry> parsed = ParseJournal(line + "\n", 0);
+    for (JournalEntry& e : parsed) r.Keep(std::move(e));
+  }
+  absl::Time reached = absl::Now(), idle_since = absl::Now();
+  while (true) {
+    if (lines.empty()) r.Refresh();
+    absl::StatusOr<client::TrialReporter::Delivery> d = r.Deliver(client::ReportTimeout());
+    if (!d.ok()) {  // refused for good (a trial that ended, a bad metric): said, and dropped
+      std::fprintf(stderr, "hpo report: hpod refused a report: %s\n",
+                   std::string(d.status().message()).c_str());
+      continue;
+    }
+    if (d->delivered > 0) reached = absl::Now();
+    if (d->stop) (void)WriteFileAtomic(TrialFile(kStopFile), d->reason + "\n");
+    absl::Time now = absl::Now();
+    if (d->pending == 0) {
+      if (!lines.empty()) return 0;
+      if (now - idle_since >= kLinger) {
+        // Ends, unless a report came in while it let go of the lock.
+        ::flock(lock_fd, LOCK_UN);
+        r.Refresh();
+        if (r.pending() == 0 || SenderRuns(lock_path, /*take=*/false, &lock_fd)) return 0;
+        if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return 0;
+        idle_since = now;
+        continue;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+      continue;
+    }
+    idle_since = now;
+    if (now - reached >= kGiveUp) {
+      std::fprintf(stderr,
+                   "hpo report: hpod not reached for %s; %d report(s) wait in %s (hpod reads "
+                   "them when the trial ends)\n",
+                   absl::FormatDuration(kGiveUp).c_str(), d->pending, r.journal_path().c_str());
+      return 0;
+    }
+    absl::SleepFor(std::clamp(r.retry_after() - now, absl::Milliseconds(50), absl::Seconds(30)));
+  }
 }
 
 }  // namespace hpo::client::cli

@@ -17,6 +17,8 @@ class TrialSideCommands {
   struct ReportOptions {
     int64_t step = -1;
     std::vector<std::string> metrics;  // name=value
+    bool deliver = false;              // be the trial's sender (started by `hpo report`)
+    std::vector<std::string> lines;    // --deliver: reports no journal keeps, as journal lines
   };
   struct ExecOptions {
     std::vector<std::string> command;
@@ -30,6 +32,8 @@ class TrialSideCommands {
 
 // The two commands' work, with their exit codes.
 int Report(int64_t step, const std::vector<std::string>& pairs);
+// `hpo report --deliver`: the trial's sender, in the background (ReportSender).
+int DeliverReports(const std::vector<std::string>& lines);
 int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_text);
 
 }  // namespace hpo::client::cli

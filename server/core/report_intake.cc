@@ -116,6 +116,27 @@ bool ReportIntake::IsRetry(const TrialRuntime& trial, const v1::ReportRequest& r
   return trial.last_report->metrics == metrics;
 }
 
+std::optional<int64_t> ReportIntake::StoredEarlier(const TrialRuntime& trial,
+                                                   const v1::ReportRequest& req) {
+  if (req.report_id() == 0 || !trial.last_report) return std::nullopt;
+  const ReportRecord& last = *trial.last_report;
+  bool older = req.has_step() ? req.step() <= last.step
+                              : req.has_time() && req.time() < UnixSeconds(last.time);
+  if (!older) return std::nullopt;
+  if (late_.trial_id != trial.rec.id) {
+    absl::StatusOr<std::vector<ReportRecord>> stored = store_.LoadReports(trial.rec.id);
+    if (!stored.ok()) return std::nullopt;
+    late_.trial_id = trial.rec.id;
+    late_.steps.clear();
+    for (const ReportRecord& r : *stored) {
+      if (r.report_id != 0) late_.steps[r.report_id] = r.step;
+    }
+  }
+  auto it = late_.steps.find(req.report_id());
+  if (it == late_.steps.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::StatusOr<v1::ReportResponse> ReportIntake::Report(const v1::ReportRequest& req,
                                                         absl::string_view token,
                                                         std::string* refusal_proof) {
@@ -157,9 +178,12 @@ absl::StatusOr<v1::ReportResponse> ReportIntake::Accept(Sweep& sweep, TrialRunti
     resp.set_step(*stored);  // stored already: answered the same
   } else if (IsRetry(trial, req)) {
     resp.set_step(trial.last_report->step);
+  } else if (std::optional<int64_t> earlier = StoredEarlier(trial, req)) {
+    resp.set_step(*earlier);
   } else {
     if (absl::Status s = Take(sweep, trial, req, /*may_stop=*/true); !s.ok()) return s;
     resp.set_step(trial.last_report->step);
+    if (late_.trial_id == rec.id) late_.steps[req.report_id()] = trial.last_report->step;
   }
   resp.set_action(trial.stop_requested() ? v1::ReportResponse::ACTION_STOP
                                          : v1::ReportResponse::ACTION_CONTINUE);
@@ -220,6 +244,7 @@ void ReportIntake::Late(Sweep& sweep, TrialRuntime& trial, const std::vector<Jou
   }
   std::set<int64_t> have;
   for (const ReportRecord& r : *stored) have.insert(r.report_id);
+  if (late_.trial_id == rec.id) late_.trial_id = 0;  // read again when asked next
   int taken = 0;
   for (const JournalEntry& e : entries) {
     if (!have.insert(e.id).second) continue;

@@ -11,6 +11,7 @@
 // FAILED_PRECONDITION (the trial ended), INVALID_ARGUMENT (a bad report; nothing stored),
 // UNAVAILABLE (the store cannot be written now; the client retries).
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -82,6 +83,16 @@ class ReportIntake {
   static std::string ProofOf(const v1::ReportRequest& req, absl::string_view token);
   // True when `report` repeats the trial's last stored one (a client's retry).
   static bool IsRetry(const TrialRuntime& trial, const v1::ReportRequest& req);
+  // A report older than the trial's last (a backlog a sender delivers after hpod took the same
+  // reports from the journal) whose id is past the recent ones: the step it was stored under,
+  // when the store has it. The ids of one trial are read once and kept while its late reports
+  // come (late_).
+  std::optional<int64_t> StoredEarlier(const TrialRuntime& trial, const v1::ReportRequest& req);
+  struct LateIds {
+    int64_t trial_id = 0;
+    std::map<int64_t, int64_t> steps;  // report id -> step
+  };
+  LateIds late_;
   // The stopper and the goal, once the report brought a point of the objective metric.
   void Judge(Sweep& sweep, TrialRuntime& trial, int64_t step, double value, bool may_stop);
 

@@ -3,7 +3,10 @@
 # the reply to their report, exit, and end STOPPED with their curve kept; the best trials run all
 # 27 epochs.
 source "$(dirname "$0")/lib.sh"
-hpo daemon start --cpus 4 >/dev/null
+# Each report waits for hpod's answer (its trials inherit hpod's environment), so that a stop
+# reaches the trainer with the report that earned it however loaded the machine is; by default a
+# report waits 50 ms, and a later answer comes with the next report (test_report_partition.sh).
+HPO_REPORT_WAIT=10s hpo daemon start --cpus 4 >/dev/null
 id=$(hpo submit "$HPO_SRC/examples/asha.yaml" | tail -n 1)
 hpo wait "$id" --timeout 240 >/dev/null || fail "the ASHA sweep did not complete"
 stopped=$(sql "SELECT COUNT(*) FROM trials WHERE sweep_id=$id AND state='TRIAL_STATE_STOPPED'")

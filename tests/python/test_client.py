@@ -231,6 +231,10 @@ class ClientTest(unittest.TestCase):
                         if len(ids) == 1:
                             raise LostReply()
                         return reply
+                    def ReportStream(self, reqs, **kw):  # a backlog goes in one stream
+                        reqs = list(reqs)
+                        ids.extend(r.report_id for r in reqs)
+                        return self.real.ReportStream(iter(reqs), **kw)
 
                 class FlakyReporter(reporting.Reporter):
                     def _connect(self):  # each connection, the first and those after a miss
@@ -238,9 +242,11 @@ class ClientTest(unittest.TestCase):
                         self.stub = Flaky(self.stub)
 
                 reporter = FlakyReporter()
-                assert reporter.report(None, {"loss": 2.0})  # no reply: it waits, the trial goes on
-                assert len(ids) == 1 and len(reporter.pending) == 1, ids
-                assert reporter.report(None, {"loss": 1.0})  # within the wait after a miss
+                reporter._record(None, {"loss": 2.0})
+                stop, missed = reporter.deliver()  # no reply: it waits
+                assert missed is not None and len(ids) == 1 and len(reporter.pending) == 1, ids
+                reporter._record(None, {"loss": 1.0})
+                reporter.deliver()  # within the wait after a miss: not sent
                 assert len(ids) == 1 and len(reporter.pending) == 2, ids
                 stop, missed = reporter.deliver(now=True)
                 assert not stop and missed is None and not reporter.pending

@@ -1,22 +1,31 @@
 """Reporting from inside a trial, in a way that never stalls or fails it for hpod's absence.
 
-Each report is first appended to the trial's journal ($HPO_TRIAL_DIR/reports.journal), then
-handed to hpod with a deadline ($HPO_REPORT_TIMEOUT seconds, default 5). While hpod does not
-answer, reports wait in the journal and go, in order, with the next report that reaches it;
-after a miss the reporter waits before it tries again (1 s while hpod's host refuses the
-connection, doubling up to 30 s while calls run into their deadline), and the trial goes on
-meanwhile. Reports still waiting when the trial ends are read by hpod from the journal.
-Every report has an id of its own, so hpod stores each once, whichever way it came.
+Each report is appended to the trial's journal ($HPO_TRIAL_DIR/reports.journal) and handed to a
+thread of the reporter's own, which delivers it to hpod; the trainer waits for the journal, and
+for hpod's answer at most $HPO_REPORT_WAIT seconds (default 0.05) while nothing else waits and hpod
+answered last time.
+The thread sends a backlog over one ReportStream, in batches, each call with a deadline
+($HPO_REPORT_TIMEOUT seconds, default 5). While hpod does not answer, reports wait in the journal
+and go, in order, with the next delivery that reaches it; after a miss the thread waits before it
+tries again (1 s while hpod's host refuses the connection, doubling up to 30 s while calls run
+into their deadline). Reports still waiting when the trial ends are read by hpod from the
+journal. A report the journal cannot take (a full disk) waits in memory, with a warning on
+stderr, and the process tries for a while to deliver such reports before it exits. hpod's answer
+that the trial should stop comes back with that report, or with the next one when it came later. Every report has an id of its own,
+so hpod stores each once, whichever way it came.
 
 The journal is the one `hpo report` and `hpo exec` write (common/report_journal.h): one line
 per report, ``<id> <step or -> <unix time> <metric>=<value> ...``, and a cursor file
 (reports.sent), ``<offset> <retry after, unix ms> <backoff ms>``.
 """
+import atexit
 import base64
 import hashlib
 import hmac
 import os
 import secrets
+import sys
+import threading
 import time
 
 import grpc
@@ -25,6 +34,8 @@ from hpo.v1 import hpo_pb2, hpo_pb2_grpc
 
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
+BATCH = 256  # reports per ReportStream call
+EXIT_FLUSH = 10.0  # seconds a process spends at exit on reports no journal keeps
 _JOURNAL = "reports.journal"
 _CURSOR = "reports.sent"
 _UNREACHED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -116,6 +127,18 @@ def _timeout():
         return 5.0
 
 
+def _wait():
+    """How long a report waits for hpod's answer before the thread goes on with it alone, in
+    seconds: $HPO_REPORT_WAIT, a duration as hpo reads it ("100ms", "0.5s", "0s": not at all),
+    default 0.05."""
+    text = os.environ.get("HPO_REPORT_WAIT", "").strip()
+    try:
+        t = float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
+        return t if t >= 0 else 0.05
+    except ValueError:
+        return 0.05
+
+
 def _line(entry):
     rid, step, metrics, made = entry
     fields = [str(rid), "-" if step is None else str(int(step)), f"{made:.6f}"]
@@ -175,6 +198,12 @@ class Reporter:
         self.cursor = os.path.join(trial_dir, _CURSOR) if trial_dir else None
         self.sent, self.retry_after, self.backoff = self._read_cursor()
         self.pending = self._unsent()  # [(entry, end offset or 0)]
+        self._wake = threading.Event()
+        self._answered = threading.Condition()
+        self.wait = _wait()
+        self._thread = None
+        self._stop = False  # hpod asked the trial to stop
+        self._warned = False
 
     def _connect(self):
         # Quick to reconnect once hpod is back (gRPC's own backoff grows to two minutes).
@@ -246,7 +275,7 @@ class Reporter:
                 end = 0  # not written: it waits in memory
         self.pending.append((entry, end))
 
-    def _send(self, entry):
+    def _request(self, entry):
         # The token never leaves the trial: the report carries a proof of it, and only an answer
         # (or a refusal) with hpod's proof over that one is taken.
         rid, step, metrics, made = entry
@@ -255,22 +284,53 @@ class Reporter:
                                     time=made, proof=proof)
         if step is not None:
             req.step = step
-        try:
-            reply = self.stub.Report(req, timeout=self.timeout)
-        except grpc.RpcError as e:
-            if e.code() in _UNREACHED:
-                raise
-            said = dict(e.trailing_metadata() or ())
-            if not hmac.compare_digest(said.get("hpo-refusal-proof", ""),
-                                       _refusal_proof(self.token, proof, e.code().value[0])):
-                raise _Unproven(f"the server at {self.endpoint} refused the report without proof "
-                                f"that it is hpod ({e.details()}); the report waits") from None
-            raise
+        return req
+
+    def _refused(self, e, proof):
+        """A failed call: raises it as it is when hpod was not reached or proved its refusal."""
+        if e.code() in _UNREACHED:
+            raise e
+        said = dict(e.trailing_metadata() or ())
+        if not hmac.compare_digest(said.get("hpo-refusal-proof", ""),
+                                   _refusal_proof(self.token, proof, e.code().value[0])):
+            raise _Unproven(f"the server at {self.endpoint} refused the report without proof "
+                            f"that it is hpod ({e.details()}); the report waits") from None
+        raise e
+
+    def _check(self, reply, proof):
         if not hmac.compare_digest(reply.proof, _reply_proof(self.token, proof, reply.action,
                                                              reply.step)):
             raise _Unproven(f"the server at {self.endpoint} answered without proof that it is "
                             "hpod; the report waits")
         return reply
+
+    def _send(self, entry):
+        req = self._request(entry)
+        try:
+            reply = self.stub.Report(req, timeout=self.timeout)
+        except grpc.RpcError as e:
+            self._refused(e, req.proof)
+        return self._check(reply, req.proof)
+
+    def _send_batch(self, entries):
+        """Several reports over one ReportStream: (hpod's answers in order, as many as it gave,
+        and the error that ended the stream early or None)."""
+        reqs = [self._request(entry) for entry in entries]
+        replies = []
+        try:
+            try:
+                for reply in self.stub.ReportStream(iter(reqs),
+                                                    timeout=self.timeout + 0.02 * len(reqs)):
+                    replies.append(self._check(reply, reqs[len(replies)].proof))
+                    if len(replies) == len(reqs):
+                        break
+            except grpc.RpcError as e:
+                self._refused(e, reqs[min(len(replies), len(reqs) - 1)].proof)
+        except grpc.RpcError as e:
+            return replies, e
+        if len(replies) < len(reqs):
+            return replies, _Unproven("hpod ended the report stream early")
+        return replies, None
 
     def deliver(self, now=False):
         """Hands the waiting reports to hpod, oldest first. Returns (stop, missed): whether hpod
@@ -279,27 +339,34 @@ class Reporter:
         if not now and self.backoff and time.time() < self.retry_after:
             return stop, None
         while self.pending:
-            entry, end = self.pending[0]
+            batch = self.pending[:BATCH]
             sent = time.time()
-            try:
-                reply = self._send(entry)
-            except grpc.RpcError as e:
-                if e.code() in _UNREACHED and not followed and self._follow():
-                    followed = True  # hpod listens elsewhere now: once
-                    continue
-                if e.code() in _UNREACHED:
-                    self._connect()  # the next try on a new connection
-                    # A refused connection costs nothing to try again; only calls that ran into
-                    # their deadline (a host that does not answer) make the wait grow.
-                    slow = time.time() - sent >= FIRST_BACKOFF
-                    self.backoff = min(self.backoff * 2, MAX_BACKOFF) if self.backoff and slow else FIRST_BACKOFF
-                    self.retry_after = time.time() + self.backoff
-                    self._write_cursor()
-                    return stop, e
+            if len(batch) > 1:
+                replies, err = self._send_batch([entry for entry, _ in batch])
+            else:
+                try:
+                    replies, err = [self._send(batch[0][0])], None
+                except grpc.RpcError as e:
+                    replies, err = [], e
+            for reply, (_, end) in zip(replies, batch):
                 self._done(end)
-                raise HpoError(e.code(), e.details()) from None
-            self._done(end)
-            stop = stop or reply.action == hpo_pb2.ReportResponse.ACTION_STOP
+                stop = stop or reply.action == hpo_pb2.ReportResponse.ACTION_STOP
+            if err is None:
+                continue
+            if err.code() in _UNREACHED and not followed and self._follow():
+                followed = True  # hpod listens elsewhere now: once
+                continue
+            if err.code() in _UNREACHED:
+                self._connect()  # the next try on a new connection
+                # A refused connection costs nothing to try again; only calls that ran into
+                # their deadline (a host that does not answer) make the wait grow.
+                slow = time.time() - sent >= FIRST_BACKOFF
+                self.backoff = min(self.backoff * 2, MAX_BACKOFF) if self.backoff and slow else FIRST_BACKOFF
+                self.retry_after = time.time() + self.backoff
+                self._write_cursor()
+                return stop, err
+            self._done(batch[len(replies)][1])
+            raise HpoError(err.code(), err.details()) from None
         return stop, None
 
     def _done(self, end):
@@ -315,18 +382,75 @@ class Reporter:
         return any(end == 0 for _, end in self.pending)
 
     def report(self, step, metrics):
+        if not self.journal:
+            return self._report_now(step, metrics)
+        self._record(step, metrics)
+        if self._in_memory() and not self._warned:
+            self._warned = True
+            print(f"hpo: the journal {self.journal} cannot be written (a full or read-only disk?); "
+                  "reports wait in memory until hpod takes them", file=sys.stderr)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._sender, name="hpo-report-sender",
+                                            daemon=True)
+            self._thread.start()
+            atexit.register(self._flush)
+        entry = self.pending[-1][0]
+        waits = not self.backoff and len(self.pending) == 1
+        self._wake.set()
+        if waits and self.wait > 0:
+            # Nothing else waits and hpod answered last time: its answer, a stop above all, is
+            # worth a short wait.
+            with self._answered:
+                self._answered.wait_for(
+                    lambda: self.backoff or all(e is not entry for e, _ in self.pending),
+                    timeout=self.wait)
+        return not self._stop
+
+    def _sender(self):
+        """The reporter's thread: delivers whenever there is something to, as the wait after a
+        miss allows."""
+        while True:
+            if not self.pending:
+                timeout = None
+            elif self.backoff:
+                timeout = max(0.05, self.retry_after - time.time())
+            else:
+                timeout = 0.05
+            self._wake.wait(timeout)
+            self._wake.clear()
+            try:
+                stop, _ = self.deliver()
+                self._stop = self._stop or stop
+            except HpoError as e:
+                print(f"hpo: hpod refused a report: {e}", file=sys.stderr)
+            except Exception as e:  # never the trainer's failure
+                print(f"hpo: reporting failed: {e!r}", file=sys.stderr)
+            with self._answered:
+                self._answered.notify_all()
+
+    def _flush(self):
+        """At exit: reports no journal keeps get a last chance."""
+        give_up = time.time() + EXIT_FLUSH
+        while self._in_memory() and time.time() < give_up:
+            try:
+                self.deliver(now=True)
+            except HpoError:
+                pass
+            if self._in_memory():
+                time.sleep(max(0.05, min(self.retry_after, give_up) - time.time()))
+
+    def _report_now(self, step, metrics):
+        """Without a journal nothing keeps a report but this process: it waits for hpod, a
+        minute at most, and hpod's absence or refusal raises HpoError."""
         self._record(step, metrics)
         stop, missed = self.deliver()
-        if missed is not None and self._in_memory():
-            # No journal keeps these if this process ends (the trial has none, or it could not
-            # be written: a full disk): wait for hpod, a minute at most.
-            give_up = time.time() + 60
-            while missed is not None and self._in_memory() and time.time() < give_up:
-                time.sleep(max(0.0, min(self.retry_after, give_up) - time.time()))
-                more, missed = self.deliver(now=True)
-                stop = stop or more
-            if missed is not None and self._in_memory():
-                raise HpoError(missed.code(), missed.details())
+        give_up = time.time() + 60
+        while missed is not None and self.pending and time.time() < give_up:
+            time.sleep(max(0.0, min(self.retry_after, give_up) - time.time()))
+            more, missed = self.deliver(now=True)
+            stop = stop or more
+        if missed is not None and self.pending:
+            raise HpoError(missed.code(), missed.details())
         return not stop
 
 
@@ -336,10 +460,10 @@ _reporter = None
 def report(step=None, **metrics):
     """Inside a trial: pushes metrics (e.g. ``report(step=3, val_acc=0.91)``).
 
-    Returns True to go on, False when hpod asks the trial to stop (checkpoint and exit). Never
-    waits for hpod longer than $HPO_REPORT_TIMEOUT and never fails for its absence: while hpod is
-    away, reports wait in the trial's journal and go when it answers (or hpod reads them when the
-    trial ends). Reads HPO_ENDPOINT, HPO_TRIAL_ID, HPO_TRIAL_TOKEN, HPO_TRIAL_DIR and
+    Returns True to go on, False once hpod has asked the trial to stop (checkpoint and exit); the
+    answer to a report comes with the next one. Never waits for hpod and never fails for its
+    absence: the report is written to the trial's journal and a thread delivers it; while hpod is
+    away, reports wait there and go when it answers (or hpod reads them when the trial ends). Reads HPO_ENDPOINT, HPO_TRIAL_ID, HPO_TRIAL_TOKEN, HPO_TRIAL_DIR and
     HPO_ENDPOINT_FILE (where hpod listens now, should it come back elsewhere).
     """
     global _reporter

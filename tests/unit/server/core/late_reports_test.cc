@@ -71,6 +71,31 @@ TEST_F(LateReportsTest, AnEndingTrialsJournalCountsAndEachReportIsStoredOnce) {
   EXPECT_EQ(daemon_.ReportRows(), 3);
 }
 
+// A backlog far longer than the recent ids hpod keeps in memory (a sender delivering what hpod
+// already took from the journal during a long partition) is still stored once.
+TEST_F(LateReportsTest, AnOldReportSentAgainLongAfterIsStoredOnce) {
+  auto id = daemon_.Submit(
+      "parameters: {x: {type: float, low: 0, high: 1}}\n"
+      "objective: {metric: loss, direction: minimize}\n"
+      "command: [train]\nbudget: {max_trials: 1}\n");
+  ASSERT_TRUE(id.ok()) << id.status();
+  daemon_.set_script([](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Hours(1);
+    return f;
+  });
+  daemon_.controller().RunOnce();
+  v1::Trial t = daemon_.Trials(*id)[0];
+  ASSERT_EQ(t.state(), v1::TRIAL_STATE_RUNNING);
+  for (int64_t s = 1; s <= 400; ++s) ASSERT_TRUE(Report(t.id(), 1000 + s, s, 1.0 / s).ok());
+  for (int64_t s : {5, 6, 399}) {
+    absl::StatusOr<v1::ReportResponse> again = Report(t.id(), 1000 + s, s, 1.0 / s);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->step(), s);
+  }
+  EXPECT_EQ(daemon_.Trials(*id)[0].report_count(), 400);
+}
+
 TEST_F(LateReportsTest, ALateReportNeverStopsATrialThatEndedAndABadOneIsSkipped) {
   // Median stopping from step 1 on: the second trial's late reports are worse than the first
   // trial's, but it ran to its end already.
