@@ -99,10 +99,13 @@ struct BackendEvent {
   int exit_code = 0;            // kExited: the exit status, or -1 when killed by a signal
   int term_signal = 0;          // kExited: the signal that ended it, 0 if none
   bool stop_requested = false;  // kExited: Stop() had been called for it
-  std::string backend_id;       // kStarted: e.g. "local:pid=1234"
-  std::string gpus;             // kStarted: the CUDA_VISIBLE_DEVICES it got
-  std::string message;          // human-readable detail (exec failure, loss reason)
-  bool infra = false;           // kLaunchFailed: the infrastructure's fault, not the trial's
+  // kExited: it had ended before hpod's signal or stop reached it (what ran it said it was gone):
+  // its end is its own, whatever hpod had decided meanwhile.
+  bool ended_first = false;
+  std::string backend_id;  // kStarted: e.g. "local:pid=1234"
+  std::string gpus;        // kStarted: the CUDA_VISIBLE_DEVICES it got
+  std::string message;     // human-readable detail (exec failure, loss reason)
+  bool infra = false;      // kLaunchFailed: the infrastructure's fault, not the trial's
   Interruption interruption = Interruption::kNone;  // kLost, kCheckpoint: what took it
   AllocationUsage allocation;                       // kAllocation
 

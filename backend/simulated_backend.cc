@@ -81,6 +81,10 @@ absl::Status SimulatedBackend::Stop(int64_t trial_id, absl::Duration grace) {
   Sim& sim = it->second;
   if (!sim.stop_requested) {
     sim.stop_requested = true;
+    if (sim.started && clock_.Now() >= sim.end) {
+      sim.ended_first = true;  // ended, not yet heard of
+      return absl::OkStatus();
+    }
     absl::Time by = clock_.Now() + std::min(grace, sim.fate.stop_after);
     if (by < sim.end) {
       sim.end = std::max(by, sim.start);
@@ -157,12 +161,13 @@ std::vector<BackendEvent> SimulatedBackend::Poll() {
       out.push_back(e);
       to_checkpoint_.push_back(it->first);
     }
-    if (sim.started && now >= sim.end) {
+    if (sim.started && now >= sim.end + sim.fate.end_heard_after) {
       BackendEvent e =
           BackendEvent::Of(sim.fate.lost ? BackendEvent::Kind::kLost : BackendEvent::Kind::kExited,
                            it->first, sim.end);
       e.exit_code = sim.fate.exit_code;
       e.stop_requested = sim.stop_requested;
+      e.ended_first = sim.ended_first;
       if (sim.fate.lost) {
         e.interruption = sim.fate.interruption;
         e.message =

@@ -36,6 +36,9 @@ struct SimulatedFate {
   // the signal at the next Act); it still ends as the rest of the fate says.
   std::optional<absl::Duration> checkpoint_after;
   std::string node;  // the node it runs on (its backend id and NodesOf name it); "": none
+  // Its end reaches hpod this long after it happened (a jobs-mode poll, a slow slurmctld); a
+  // stop in between finds it gone (BackendEvent::ended_first).
+  absl::Duration end_heard_after = absl::ZeroDuration();
 };
 
 class SimulatedBackend final : public Backend {
@@ -103,6 +106,7 @@ class SimulatedBackend final : public Backend {
     bool started = false;
     bool stop_requested = false;
     bool told_to_checkpoint = false;
+    bool ended_first = false;  // a stop found it ended
   };
   const Clock& clock_;
   ResourcePool pool_;

@@ -30,6 +30,11 @@ absl::Status SlurmError(absl::string_view what) {
       err == SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT || err == SLURM_COMMUNICATIONS_CONNECTION_ERROR) {
     return absl::UnavailableError(msg);
   }
+  // The job or step is gone (ended, or ending): what a signal or cancel found.
+  if (err == ESLURM_ALREADY_DONE || err == ESLURM_INVALID_JOB_ID || err == ESLURM_JOB_FINISHED ||
+      err == ESLURMD_JOB_NOTRUNNING) {
+    return absl::NotFoundError(msg);
+  }
   return absl::InvalidArgumentError(msg);
 }
 

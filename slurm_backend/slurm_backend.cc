@@ -98,14 +98,28 @@ void SlurmBackend::CancelJob(int64_t trial_id, uint32_t job_id) {
   });
 }
 
+void SlurmBackend::Reached(Signals& signals, const absl::Status& s) {
+  if (s.ok()) {
+    signals.reached = true;
+  } else if (absl::IsNotFound(s) && !signals.reached) {
+    signals.ended_first = true;  // slurmctld's word on how it ended comes with the next poll
+  }
+}
+
 void SlurmBackend::SignalJob(int64_t trial_id, uint32_t job_id, int signal, bool or_cancel) {
-  calls_.Post([api = api_.get(), trial_id, job_id, signal, or_cancel]() -> SlurmCalls::Then {
+  calls_.Post([this, api = api_.get(), trial_id, job_id, signal, or_cancel]() -> SlurmCalls::Then {
     absl::Status s = api->Signal(job_id, signal);
-    if (!s.ok() && or_cancel) s = api->Cancel(job_id);  // pending jobs cannot be signaled
-    if (!s.ok()) {
+    if (!s.ok() && !absl::IsNotFound(s) && or_cancel) {
+      s = api->Cancel(job_id);  // pending jobs cannot be signaled
+    }
+    if (!s.ok() && !absl::IsNotFound(s)) {
       spdlog::warn("trial {}: cannot signal Slurm job {}: {}", trial_id, job_id, s.ToString());
     }
-    return nullptr;
+    return [this, trial_id, job_id, s]() {
+      if (auto it = jobs_.find(trial_id); it != jobs_.end() && it->second.job_id == job_id) {
+        Reached(it->second.signals, s);
+      }
+    };
   });
 }
 
@@ -125,16 +139,23 @@ void SlurmBackend::SignalStep(const Step& step, int signal) {
     std::optional<uint32_t> id = step_id ? step_id
                                  : found ? std::optional(found->step_id)
                                          : std::nullopt;
+    absl::Status signaled;
     if (id) {
-      if (absl::Status s = api->SignalStep(job_id, *id, signal); !s.ok()) {
+      signaled = api->SignalStep(job_id, *id, signal);
+      if (!signaled.ok() && !absl::IsNotFound(signaled)) {
         spdlog::warn("trial {}: cannot signal its step {}.{}: {}", trial_id, job_id, *id,
-                     s.ToString());
+                     signaled.ToString());
       }
     }
-    return [this, trial_id, id, found = std::move(found), signal]() {
+    return [this, trial_id, id, found = std::move(found), signal, signaled]() {
       auto it = steps_.find(trial_id);
       if (it == steps_.end()) return;  // ended meanwhile
       Step& step = it->second;
+      if (id) {
+        Reached(step.signals, signaled);
+      } else {
+        step.signals.reached = true;  // srun passes it on
+      }
       if (found) Identified(step, found->step_id, found->nodes, events_);
       // Not registered yet: srun itself passes the signal on (or gives up creating the step).
       if (!id) SignalSrun(step, signal);

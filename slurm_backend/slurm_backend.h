@@ -173,12 +173,20 @@ class SlurmBackend final : public backend::Backend {
   // slurmctld's word on the sweep's allocation (steps mode) or one trial's job (jobs mode).
   void VetShape(int64_t sweep_id, const backend::Resources& r, const backend::Placement& p,
                 bool starts_now, Vetted done);
+  // What hpod's signals to a job or step found: one reached it, or the first found it gone (it
+  // had ended on its own: BackendEvent::ended_first).
+  struct Signals {
+    bool reached = false;
+    bool ended_first = false;
+  };
+  static void Reached(Signals& signals, const absl::Status& s);
   struct Job {  // jobs mode
     uint32_t job_id = 0;
     std::string dir;  // the trial's directory: hpo-shim's exit record
     int segment = 1;
     bool started = false;
     bool stop_requested = false;
+    Signals signals;
     int stop_signal = 15;
     absl::Duration grace;  // between the stop signal and the cancel
     std::optional<absl::Time> kill_at;
@@ -201,6 +209,7 @@ class SlurmBackend final : public backend::Backend {
     std::string stderr_path;
     absl::Time launched;
     bool stop_requested = false;
+    Signals signals;
     int stop_signal = 15;
     absl::Duration grace;  // between the stop signal and the cancel
     std::optional<absl::Time> kill_at;

@@ -279,6 +279,7 @@ BackendEvent SlurmBackend::StepEnded(Step& step, const ExitRecord* outcome) {
   absl::Time now = clock_.Now();
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, step.trial_id, now);
   e.stop_requested = step.stop_requested;
+  e.ended_first = step.signals.ended_first;
   AllocationPool::Gone gone = pool_.WhyGone(step.job_id);
   if (outcome == nullptr) {
     e.kind = BackendEvent::Kind::kLost;
@@ -416,6 +417,7 @@ void SlurmBackend::JobEndedByRecord(int64_t trial_id, const Job& job, const Exit
   }
   BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, now);
   e.stop_requested = job.stop_requested;
+  e.ended_first = job.signals.ended_first;
   e.exit_code = rec.exit_code;
   e.term_signal = rec.term_signal;
   spdlog::info("trial {}: Slurm job {} is no longer known; its exit record says {}", trial_id,
@@ -504,6 +506,7 @@ void SlurmBackend::PollJobs(const std::map<uint32_t, const JobStatus*>& by_id,
     }
     BackendEvent e = BackendEvent::Of(BackendEvent::Kind::kExited, trial_id, now);
     e.stop_requested = job.stop_requested;
+    e.ended_first = job.signals.ended_first;
     int status = static_cast<int>(st.exit_code);
     if (WIFSIGNALED(status)) {
       e.exit_code = -1;

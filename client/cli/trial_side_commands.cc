@@ -275,7 +275,8 @@ void StartSender(const std::vector<std::string>& lines) {
 
 // Whether a sender holds the trial's lock; with `take`, takes it (the fd in *fd) when none does.
 bool SenderRuns(const std::string& lock_path, bool take, int* fd) {
-  int f = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // 0644 as the journal: the trial's umask (hpod's --share-group) decides.
+  int f = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (f < 0) return false;
   if (::flock(f, LOCK_EX | LOCK_NB) != 0) {
     ::close(f);
@@ -348,6 +349,13 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
         std::printf("stop: %s\n", d->reason.c_str());
         return kExitStop;
       }
+      // A slow answer is the sender's to wait for; anything else (no hpod there, a server that
+      // cannot prove it is hpod) is said once: the next report sees the backoff and goes quietly.
+      if (!d->missed.ok() && !absl::IsDeadlineExceeded(d->missed)) {
+        std::fprintf(stderr, "hpo report: %s; %d report(s) wait in %s for the trial's sender\n",
+                     std::string(d->missed.message()).c_str(), d->pending,
+                     r.journal_path().c_str());
+      }
       if (d->pending > 0) StartSender({});
     } else {
       StartSender({});
@@ -372,6 +380,7 @@ int DeliverReports(const std::vector<std::string>& lines) {
     for (JournalEntry& e : parsed) r.Keep(std::move(e));
   }
   absl::Time reached = absl::Now(), idle_since = absl::Now();
+  std::string said;
   while (true) {
     if (lines.empty()) r.Refresh();
     absl::StatusOr<client::TrialReporter::Delivery> d = r.Deliver(client::ReportTimeout());
@@ -381,6 +390,15 @@ int DeliverReports(const std::vector<std::string>& lines) {
       continue;
     }
     if (d->delivered > 0) reached = absl::Now();
+    // What keeps hpod from hearing is said when it changes, and that it hears again once.
+    if (!d->missed.ok() && d->missed.message() != said) {
+      said = std::string(d->missed.message());
+      std::fprintf(stderr, "hpo report: %s; %d report(s) wait in %s\n", said.c_str(), d->pending,
+                   r.journal_path().c_str());
+    } else if (d->missed.ok() && d->delivered > 0 && !said.empty()) {
+      said.clear();
+      std::fprintf(stderr, "hpo report: hpod answers again; the reports that waited are sent\n");
+    }
     if (d->stop) (void)WriteFileAtomic(TrialFile(kStopFile), d->reason + "\n");
     absl::Time now = absl::Now();
     if (d->pending == 0) {

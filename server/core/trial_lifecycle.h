@@ -176,6 +176,9 @@ class TrialLifecycle {
   void CaughtHung(Sweep& sweep, TrialRuntime& trial, absl::Duration silent, absl::Duration timeout);
   // A hung trial stopped by the watchdog (its stop ended it): true when it goes on from its
   // checkpoint as its next segment (instead of ending LOST, and retried).
+  // A trial caught as hung whose end the backend says came first (BackendEvent::ended_first):
+  // the catch is taken back, and its end judged as any other.
+  void EndedBeforeCaught(TrialRuntime& trial);
   bool HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at);
   absl::Time next_hang_check_ = absl::InfinitePast();
   // Trial `trial` failed in a way a failures rule (`rule`, described) says is the

@@ -55,6 +55,7 @@ void TrialLifecycle::HandleBackendEvent(const backend::BackendEvent& e, bool jou
     case backend::BackendEvent::Kind::kExited: {
       rec.exit_code = e.exit_code;
       rec.term_signal = e.term_signal;
+      if (e.ended_first) EndedBeforeCaught(*trial);
       if (trial->stop_requested()) {
         if (!HungContinues(*sweep, *trial, e.time)) {
           EndTrial(*sweep, *trial, trial->rec.stop_state, trial->rec.stop_reason);

@@ -109,21 +109,40 @@ void TrialLifecycle::CaughtHung(Sweep& sweep, TrialRuntime& trial, absl::Duratio
   CheckInfrastructureBudget(sweep, rec, why);
 }
 
-bool TrialLifecycle::HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at) {
+namespace {
+
+bool CaughtAsHung(const TrialRecord& rec) {
+  return rec.stop_state == v1::TRIAL_STATE_LOST && rec.interruption == v1::INTERRUPTION_HUNG;
+}
+
+// Takes the watchdog's stop back: the trial runs (or ends) as if it had not been caught.
+void Uncatch(TrialRuntime& trial) {
   TrialRecord& rec = trial.rec;
-  if (rec.stop_state != v1::TRIAL_STATE_LOST || rec.interruption != v1::INTERRUPTION_HUNG ||
-      !MayResume(sweep, trial)) {
-    return false;
-  }
-  std::string why = rec.stop_reason;
   rec.stop_state = v1::TRIAL_STATE_UNSPECIFIED;
   rec.stop_reason.clear();
   rec.interruption = v1::INTERRUPTION_UNSPECIFIED;
   rec.infra_failure = false;
   trial.enforce_stop_at.reset();
   trial.watched_since = absl::InfinitePast();
+}
+
+}  // namespace
+
+bool TrialLifecycle::HungContinues(Sweep& sweep, TrialRuntime& trial, absl::Time at) {
+  if (!CaughtAsHung(trial.rec) || !MayResume(sweep, trial)) return false;
+  std::string why = trial.rec.stop_reason;
+  Uncatch(trial);
   NextSegment(sweep, trial, v1::INTERRUPTION_HUNG, why, at);
   return true;
+}
+
+void TrialLifecycle::EndedBeforeCaught(TrialRuntime& trial) {
+  if (!CaughtAsHung(trial.rec)) return;
+  spdlog::info(
+      "trial {}: it had ended before the watchdog's signal or stop reached it (its end was on its "
+      "way to hpod): not hung after all, its end is its own",
+      trial.rec.id);
+  Uncatch(trial);
 }
 
 void TrialLifecycle::InfrastructureFailed(Sweep& sweep, TrialRuntime& trial,

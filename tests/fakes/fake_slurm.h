@@ -87,6 +87,12 @@ class FakeSlurm final : public slurm::SlurmApi {
   [[nodiscard]] absl::StatusOr<std::vector<slurm::NodeHost>> QueryNodes() override { return nodes; }
   [[nodiscard]] absl::Status Signal(uint32_t job_id, int signal) override {
     signals.push_back({job_id, -1, signal});
+    // As slurmctld: a job that ended (its end not yet polled) cannot be signaled.
+    auto it = jobs.find(job_id);
+    if (it != jobs.end() && it->second.status.state != slurm::JobState::kPending &&
+        it->second.status.state != slurm::JobState::kRunning) {
+      return absl::NotFoundError("Job/step already completing or completed");
+    }
     return absl::OkStatus();
   }
   [[nodiscard]] absl::Status Cancel(uint32_t job_id) override {

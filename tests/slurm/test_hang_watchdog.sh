@@ -19,7 +19,7 @@ algorithm: grid
 early_stopping: none
 budget: {max_concurrent: 2, max_failed: 1}
 resources: {gpus: 1, cpus: 1}
-health: {report_timeout: auto, factor: 5, floor: 3s, signal: SIGUSR1, grace: 2s}
+health: {report_timeout: auto, factor: 5, floor: 6s, signal: SIGUSR1, grace: 2s}
 stop_grace: 2s
 slurm:
   mode: $mode

@@ -2,6 +2,8 @@
 // for srun that runs the trial's command on this machine (slurm_steps_fixture.h): packing, the
 // pool growing and shrinking, quarantined nodes, and how a step's end is classified. The real thing
 // runs in tests/slurm/test_steps_mode.sh.
+#include <csignal>
+
 #include "tests/unit/slurm_backend/slurm_steps_fixture.h"
 
 namespace hpo::slurm {
@@ -405,6 +407,38 @@ TEST_F(SlurmStepsTest, JobsTheInfrastructureEndsAreLostWithTheirCause) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, BackendEvent::Kind::kExited);
   EXPECT_THAT(events[0].message, HasSubstr("out of memory"));
+}
+
+// A job that ended before hpod's signal and stop reached it (slurmctld knew; hpod had not polled
+// yet) says so with its end, so that hpod judges it by how it ended, not by why it stopped it.
+TEST_F(SlurmStepsTest, AJobThatEndedBeforeItsSignalSaysSo) {
+  placement_.mode = "jobs";
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(1, {"true"}, 1)).ok());
+  uint32_t job = slurm_->next_id - 1;
+  slurm_->Run(job, "n1");
+  backend_->Poll();  // started
+  slurm_->jobs[job].status.state = JobState::kCompleted;
+  ASSERT_TRUE(backend_->SendSignal(1, SIGUSR1).ok());
+  ASSERT_TRUE(fakes::StopNow(*backend_, 1, absl::Seconds(2)).ok());
+  std::vector<BackendEvent> events = backend_->Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, BackendEvent::Kind::kExited);
+  EXPECT_EQ(events[0].exit_code, 0);
+  EXPECT_TRUE(events[0].stop_requested);
+  EXPECT_TRUE(events[0].ended_first);
+  // One that was running when the first signal came does not, though the stop found it gone:
+  // it may have ended because of that signal.
+  ASSERT_TRUE(fakes::LaunchNow(*backend_, Spec(2, {"true"}, 1)).ok());
+  job = slurm_->next_id - 1;
+  slurm_->Run(job, "n1");
+  backend_->Poll();
+  ASSERT_TRUE(backend_->SendSignal(2, SIGUSR1).ok());
+  backend_->Act();
+  slurm_->jobs[job].status.state = JobState::kCompleted;
+  ASSERT_TRUE(fakes::StopNow(*backend_, 2, absl::Seconds(2)).ok());
+  events = backend_->Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(events[0].ended_first);
 }
 
 // A job slurmctld forgot (MinJobAge passed while nobody looked) ended as hpo-shim wrote down in

@@ -125,6 +125,29 @@ TEST_F(LifecycleHealthTest, ATrialThatReportsIntoItsJournalIsNeverCaught) {
   EXPECT_EQ(trial.rec.interruption, v1::INTERRUPTION_HUNG);
 }
 
+TEST_F(LifecycleHealthTest, ATrialWhoseEndHpodHadNotHeardYetIsNotHung) {
+  // It ends after 20 s with exit 0, but its end reaches hpod 15 s later (a jobs-mode poll on a
+  // loaded slurmctld): the watchdog catches it meanwhile, and its stop finds it gone.
+  script_ = [](const backend::LaunchSpec&) {
+    backend::SimulatedFate f;
+    f.run_time = absl::Seconds(20);
+    f.end_heard_after = absl::Seconds(15);
+    return f;
+  };
+  Sweep& sweep = AddSweep(Cycling(1), 1, 1, "health: {report_timeout: 30s}\n");
+  Tick();
+  Tick();
+  TrialRuntime& trial = *sweep.trials()[0];
+  ASSERT_EQ(trial.rec.state, v1::TRIAL_STATE_RUNNING);
+  Run(absl::Seconds(34));
+  EXPECT_TRUE(trial.stop_requested()) << "caught while its end was on its way";
+  Run(absl::Seconds(3));
+  EXPECT_EQ(trial.rec.state, v1::TRIAL_STATE_COMPLETED) << trial.rec.message;
+  EXPECT_EQ(trial.rec.interruption, v1::INTERRUPTION_UNSPECIFIED);
+  EXPECT_FALSE(trial.rec.infra_failure);
+  EXPECT_EQ(sweep.trials().size(), 1u) << "not retried";
+}
+
 TEST_F(LifecycleHealthTest, AutoFollowsTheTrialsOwnPace) {
   Sweep& sweep =
       AddSweep(Cycling(1), 1, 1, "health: {report_timeout: auto, factor: 5, floor: 1s}\n");
