@@ -30,6 +30,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -381,10 +382,10 @@ struct Soak {
 
 // `k` trials, each reporting at `hz` for `seconds`; hpod's RSS every 10 s.
 Soak RunSoak(const Target& target, const std::vector<Creds>& creds, int k, double hz,
-             double seconds, pid_t daemon, int64_t* acknowledged) {
+             double seconds, pid_t daemon, int64_t* acknowledged, int64_t first_step = 0) {
   auto interval =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / hz));
-  LoadGenerator gen(target, creds, k, LoadGenerator::Rpc::kUnary, 0, interval);
+  LoadGenerator gen(target, creds, k, LoadGenerator::Rpc::kUnary, first_step, interval);
   std::atomic<bool> stop{false}, measuring{true};
   Soak out;
   auto t0 = Clock::now();
@@ -441,6 +442,61 @@ int64_t CountReports(const std::string& db_path) {
 
 }  // namespace
 
+// A viewer's flood of what a shared hpod's callers may ask, as fast as it is answered, from
+// `threads` threads each: plans of a 100,000-trial sweep, watches held open (more than the
+// cap), and reads of the sweep and its trials. Counts what was answered and what refused.
+struct Flood {
+  std::atomic<int64_t> plans{0}, plans_refused{0}, watches{0}, watches_refused{0}, reads{0};
+  void Run(hpo::client::Client& client, int64_t sweep_id, const std::string& base_dir,
+           const std::atomic<bool>& stop, int threads, const std::string& kinds) {
+    auto has = [&](const char* kind) { return absl::StrContains(kinds, kind); };
+    std::vector<std::thread> all;
+    hpo::v1::PlanSweepRequest plan;
+    plan.set_spec_yaml(
+        "name: huge\ncommand: 'true'\nparameters: {x: {type: float, low: 0, high: 1}}\n"
+        "objective: {metric: loss, direction: minimize}\nalgorithm: random\n"
+        "early_stopping: {name: asha, max_resource: 81}\n"
+        "budget: {max_trials: 100000, max_concurrent: 64}\nplan: {steps: 81}\n");
+    plan.set_source("huge.yaml");
+    plan.set_base_dir(base_dir);
+    for (int i = 0; i < threads; ++i) {
+      if (has("plans"))
+        all.emplace_back([&] {
+          while (!stop) {
+            absl::StatusOr<hpo::v1::PlanSweepResponse> r = client.Plan(plan);
+            (r.ok() ? plans : plans_refused)++;
+            if (!r.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
+        });
+      if (has("reads"))
+        all.emplace_back([&] {
+          hpo::v1::ListTrialsRequest req;
+          req.set_sweep_id(sweep_id);
+          while (!stop) {
+            (void)client.ListTrials(req);
+            (void)client.GetSweep(sweep_id);
+            reads += 2;
+          }
+        });
+    }
+    for (int i = 0; i < (has("watches") ? 40 : 0); ++i) {  // past the cap of 32 per user
+      all.emplace_back([&] {
+        while (!stop) {
+          absl::Status s = client.Watch(
+              sweep_id, 0, [&](const hpo::v1::Event&) { return !stop; }, absl::Seconds(2));
+          if (absl::IsResourceExhausted(s)) {
+            watches_refused++;
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          } else {
+            watches++;
+          }
+        }
+      });
+    }
+    for (std::thread& t : all) t.join();
+  }
+};
+
 int main(int argc, char** argv) {
   // Debian's Abseil checks every Mutex for lock-order cycles; gRPC's locks then cost the load
   // generator CPU that hpod (on the same cores) would use. hpod turns it off as well.
@@ -473,8 +529,17 @@ int main(int argc, char** argv) {
   app.add_option("--soak-seconds", soak_seconds, "run a soak of this length instead (e.g. 300)");
   app.add_option("--soak-clients", soak_clients, "soak: concurrent trials")->capture_default_str();
   app.add_option("--soak-hz", soak_hz, "soak: reports per second per trial")->capture_default_str();
+  double flood_seconds = 0;
+  int flood_threads = 4;
+  std::string flood_kinds = "plans,reads,watches";
+  app.add_option("--flood-kinds", flood_kinds, "flood: which calls")->capture_default_str();
+  app.add_option("--flood-seconds", flood_seconds,
+                 "measure the soak's trials quiet, then as long again while a viewer floods "
+                 "plans, watches and reads (e.g. 30)");
+  app.add_option("--flood-threads", flood_threads, "flood: threads per kind of call")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (soak_seconds > 0) clients_list = std::to_string(soak_clients);
+  if (soak_seconds > 0 || flood_seconds > 0) clients_list = std::to_string(soak_clients);
 
   std::vector<int> counts;
   for (auto part : absl::StrSplit(clients_list, ','))
@@ -525,6 +590,43 @@ int main(int argc, char** argv) {
 
   std::vector<std::pair<std::string, Result>> results;
   int64_t acknowledged = 0;
+  if (flood_seconds > 0) {
+    // The same trials, quiet and then flooded by a viewer, side by side.
+    Soak quiet =
+        RunSoak(target, creds, soak_clients, soak_hz, flood_seconds, daemon, &acknowledged, 0);
+    Flood flood;
+    std::atomic<bool> stop{false};
+    std::thread flooder([&] {
+      flood.Run(client, sweep->id(), data, stop, std::max(1, flood_threads), flood_kinds);
+    });
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the flood at full strength
+    Soak flooded = RunSoak(target, creds, soak_clients, soak_hz, flood_seconds, daemon,
+                           &acknowledged, 1'000'000'000);
+    stop = true;
+    flooder.join();
+    (void)client.Cancel(sweep->id());
+    std::printf(
+        "\nreport latency of %d trials x %.0f Hz, quiet and while one viewer floods hpod (%d "
+        "threads each of plans and reads, 40 watches), %.0f s each (durable SQLite, loopback TCP, "
+        "%u cores)\n\n",
+        soak_clients, soak_hz, flood_threads, flood_seconds, std::thread::hardware_concurrency());
+    std::printf(
+        "| | reports/s | p50 ms | p99 ms | max ms | errors |\n|---|---:|---:|---:|---:|---:|\n");
+    for (const auto& [name, soak] : {std::pair<const char*, const Soak&>{"quiet", quiet},
+                                     std::pair<const char*, const Soak&>{"flooded", flooded}}) {
+      std::printf("| %s | %.0f | %.2f | %.2f | %.1f | %lld |\n", name, soak.r.rate, soak.r.p50_ms,
+                  soak.r.p99_ms, soak.r.max_ms, static_cast<long long>(soak.r.errors));
+    }
+    double ratio = quiet.r.p99_ms > 0 ? flooded.r.p99_ms / quiet.r.p99_ms : 0;
+    std::printf(
+        "\nthe flood: %lld plans answered, %lld refused (2 per user at once); %lld watches "
+        "opened, %lld refused (32 per user); %lld reads\n",
+        static_cast<long long>(flood.plans), static_cast<long long>(flood.plans_refused),
+        static_cast<long long>(flood.watches), static_cast<long long>(flood.watches_refused),
+        static_cast<long long>(flood.reads));
+    std::printf("p99 flooded / quiet: %.2fx (target <= 2x)\n", ratio);
+    return ratio <= 2 ? 0 : 1;
+  }
   if (soak_seconds > 0) {
     Soak soak = RunSoak(target, creds, soak_clients, soak_hz, soak_seconds, daemon, &acknowledged);
     (void)client.Cancel(sweep->id());

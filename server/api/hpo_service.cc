@@ -89,6 +89,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     sink_->Detach();
     delete this;
   }
+  // Held while the stream is open (Slots).
+  void Hold(Slots::Held slot) { slot_ = std::move(slot); }
 
  private:
   // Starts the next write, or finishes once the queue drained after End. Holds mu_.
@@ -105,6 +107,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     }
   }
 
+  Slots::Held slot_;
   std::recursive_mutex mu_;  // recursive: a reaction may run inline, inside StartWrite or Finish
   std::deque<v1::Event> queue_ ABSL_GUARDED_BY(mu_);
   v1::Event current_ ABSL_GUARDED_BY(mu_);
@@ -498,6 +501,12 @@ grpc::ServerWriteReactor<v1::Event>* HpoServiceImpl::WatchSweep(grpc::CallbackSe
     reactor->End(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing or wrong token"));
     return reactor;
   }
+  absl::StatusOr<Slots::Held> slot = watches_->Take(caller->user);
+  if (!slot.ok()) {
+    reactor->End(ToGrpc(slot.status()));
+    return reactor;
+  }
+  reactor->Hold(std::move(*slot));
   int64_t sweep_id = req->sweep_id(), since = req->since_seq();
   std::shared_ptr<WatchSink> sink = reactor->sink();
   controller_.Post(

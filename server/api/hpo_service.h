@@ -110,6 +110,10 @@ class HpoServiceImpl final : public v1::HpoService::CallbackService {
   TrialFiles& files_;
   TokenTable& tokens_;
   std::function<std::string(const Caller&)> dashboard_login_;
+  // Open WatchSweep streams (each may buffer kMaxWatchBacklog events): so many per user, and in
+  // all.
+  std::shared_ptr<Slots> watches_ =
+      Slots::Make("open watches (hpo watch, the Python client's watch)", 32, 512);
 };
 
 class ReportServiceImpl final : public v1::ReportService::CallbackService {

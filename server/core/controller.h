@@ -35,6 +35,8 @@
 #include "backend/backend.h"
 #include "common/clock.h"
 #include "common/data_dir.h"
+#include "common/slots.h"
+#include "common/work_queue.h"
 #include "hpo/v1/hpo.pb.h"
 #include "server/auth/auth.h"
 #include "server/core/batch_loop.h"
@@ -147,8 +149,14 @@ class Controller {
   Done Validate(const Allowed& allowed, const v1::ValidateSweepRequest& req,
                 Reply<v1::ValidateSweepResponse> reply);
   // What the sweep file would cost (estimate.h), with the backend's guess of the queue wait.
+  // The estimate's simulation runs on a thread of its own (plans' WorkQueue), never on this
+  // one; each user may have kPlansPerUser plans being computed at once, and all together
+  // kPlansInAll (RESOURCE_EXHAUSTED past either).
   Done Plan(const Allowed& allowed, const v1::PlanSweepRequest& req,
             Reply<v1::PlanSweepResponse> reply);
+  static constexpr int kPlansPerUser = 2;
+  static constexpr int kPlansInAll = 6;
+  Slots& plan_slots() { return *plan_slots_; }
   // The sweep is the caller's (SweepRecord::owner).
   Done Submit(const Allowed& allowed, const v1::SubmitSweepRequest& req, Reply<v1::Sweep> reply);
   // The same, answered inline (tests, benchmarks): UNAVAILABLE when the backend's answer does not
@@ -157,6 +165,7 @@ class Controller {
       const Allowed& allowed, const v1::ValidateSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> Submit(const Allowed& allowed,
                                                  const v1::SubmitSweepRequest& req);
+  // (The simulation runs inline here.)
   [[nodiscard]] absl::StatusOr<v1::PlanSweepResponse> Plan(const Allowed& allowed,
                                                            const v1::PlanSweepRequest& req);
   [[nodiscard]] absl::StatusOr<v1::Sweep> GetSweep(const Allowed& allowed, int64_t sweep_id) const;
@@ -266,6 +275,11 @@ class Controller {
                                                          const v1::PlanSweepRequest& req) const;
   // The first and last report of each of `trials`' most recent finished ones, from the store.
   std::map<int64_t, ReportSpan> ReportSpans(const std::vector<const TrialRecord*>& trials) const;
+  Done PlanOn(const Allowed& allowed, const v1::PlanSweepRequest& req,
+              Reply<v1::PlanSweepResponse> reply, bool off_thread);
+  // A plan's answer, with the backend's guess of when a trial of `r` would start.
+  Done QueueWait(const backend::Resources& r, const backend::Placement& p,
+                 v1::PlanSweepResponse resp, Reply<v1::PlanSweepResponse> reply);
   // A sweep the backend accepted: it joins the table and starts.
   absl::StatusOr<v1::Sweep> Admit(std::unique_ptr<Sweep> sweep, std::vector<TrialRecord> inherited);
   // An inline answer of an asynchronous verb (the sync Validate and Submit).
@@ -311,6 +325,9 @@ class Controller {
   TrialLifecycle lifecycle_;
   ReportIntake intake_;
   BatchLoop loop_;
+  std::shared_ptr<Slots> plan_slots_ =
+      Slots::Make("plans being computed", kPlansPerUser, kPlansInAll);
+  WorkQueue plans_;       // after loop_: joined before it goes
   bool writable_ = true;  // as last logged
   bool stopped_ = false;
 };

@@ -111,7 +111,14 @@ std::map<int64_t, ReportSpan> Controller::ReportSpans(
 
 Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepRequest& req,
                                   Reply<v1::PlanSweepResponse> reply) {
+  return PlanOn(allowed, req, std::move(reply), /*off_thread=*/true);
+}
+
+Controller::Done Controller::PlanOn(const Allowed& allowed, const v1::PlanSweepRequest& req,
+                                    Reply<v1::PlanSweepResponse> reply, bool off_thread) {
   if (absl::Status s = Within(allowed, Action::kUse, 0); !s.ok()) return reply(s);
+  absl::StatusOr<Slots::Held> slot = plan_slots_->Take(allowed.caller().user);
+  if (!slot.ok()) return reply(slot.status());
   v1::PlanSweepResponse resp;
   PlanResult planned =
       PlanSweep(req.spec_yaml(), req.source(), req.base_dir(), &backend_, SubmitDefaults());
@@ -119,18 +126,38 @@ Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepReq
   if (!planned.plan) return reply(std::move(resp));
   const SweepSpec& spec = planned.plan->spec;
   absl::StatusOr<EstimateInputs> in = InputsFor(allowed.caller(), spec, planned.plan->limit, req);
-  absl::StatusOr<Estimate> estimate = in.ok() ? EstimateSweep(spec, *in) : in.status();
-  if (!estimate.ok()) {
-    resp.add_errors(std::string(estimate.status().message()));
+  if (!in.ok()) {
+    resp.add_errors(std::string(in.status().message()));
     return reply(std::move(resp));
   }
-  *resp.mutable_estimate() = EstimateProto(*estimate);
+  // With the estimate: the backend's guess of the queue wait, on this thread.
+  auto estimated = [this, resp, reply, r = spec.MaxResources(),
+                    p = spec.placement](const absl::StatusOr<Estimate>& estimate) mutable -> Done {
+    if (!estimate.ok()) {
+      resp.add_errors(std::string(estimate.status().message()));
+      return reply(std::move(resp));
+    }
+    *resp.mutable_estimate() = EstimateProto(*estimate);
+    return QueueWait(r, p, std::move(resp), std::move(reply));
+  };
+  if (!off_thread) return estimated(EstimateSweep(spec, *in));
+  plans_.Run([this, spec, in = std::move(*in), slot = std::move(*slot), estimated]() mutable {
+    absl::StatusOr<Estimate> estimate = EstimateSweep(spec, in);
+    slot.reset();  // computed: the user may plan again
+    Post([estimated, estimate = std::move(estimate)]() mutable -> Done {
+      return estimated(estimate);
+    });
+  });
+  return nullptr;
+}
+
+Controller::Done Controller::QueueWait(const backend::Resources& r, const backend::Placement& p,
+                                       v1::PlanSweepResponse resp,
+                                       Reply<v1::PlanSweepResponse> reply) {
   const absl::Time asked = clock_.Now();
   using Wait = absl::StatusOr<backend::Capacity::QueueWait>;
   return Awaiting<Wait>(
-      [this, r = spec.MaxResources(), p = spec.placement](auto answer) {
-        backend_.ExpectedStart(r, p, std::move(answer));
-      },
+      [this, r, p](auto answer) { backend_.ExpectedStart(r, p, std::move(answer)); },
       [resp, reply, asked](const Wait& wait) mutable -> Done {
         v1::SweepEstimate* e = resp.mutable_estimate();
         if (wait.ok()) {
@@ -148,8 +175,9 @@ Controller::Done Controller::Plan(const Allowed& allowed, const v1::PlanSweepReq
 
 absl::StatusOr<v1::PlanSweepResponse> Controller::Plan(const Allowed& allowed,
                                                        const v1::PlanSweepRequest& req) {
-  return Inline<v1::PlanSweepResponse>(
-      [&](Reply<v1::PlanSweepResponse> reply) { return Plan(allowed, req, reply); });
+  return Inline<v1::PlanSweepResponse>([&](Reply<v1::PlanSweepResponse> reply) {
+    return PlanOn(allowed, req, reply, /*off_thread=*/false);
+  });
 }
 
 }  // namespace hpo::server

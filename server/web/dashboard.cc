@@ -46,8 +46,9 @@ int HttpCode(const absl::Status& s) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kAlreadyExists:
       return 409;
-    case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kResourceExhausted:
+      return 429;  // a limit of this caller's (or of every caller's): later, or close something
+    case absl::StatusCode::kUnavailable:
       return 503;
     default:
       return 500;
@@ -334,8 +335,29 @@ std::string Dashboard::IssueLogin(const Caller& caller) {
   std::string token = NewToken();
   absl::Time now = Now();
   std::lock_guard lock(mu_);
+  // Unused links expire; past kLoginsPerUser of one credential's (or kLogins in all), the oldest
+  // stops working.
+  constexpr int kLoginsPerUser = 8, kLogins = 256;
+  int mine = 0;
+  auto oldest = logins_.end(), oldest_mine = logins_.end();
   for (auto it = logins_.begin(); it != logins_.end();) {
-    it = it->second.second < now ? logins_.erase(it) : std::next(it);
+    if (it->second.second < now) {
+      it = logins_.erase(it);
+      continue;
+    }
+    if (oldest == logins_.end() || it->second.second < oldest->second.second) oldest = it;
+    if (it->second.first == caller.token) {
+      ++mine;
+      if (oldest_mine == logins_.end() || it->second.second < oldest_mine->second.second) {
+        oldest_mine = it;
+      }
+    }
+    ++it;
+  }
+  if (mine >= kLoginsPerUser) {
+    logins_.erase(oldest_mine);
+  } else if (static_cast<int>(logins_.size()) >= kLogins) {
+    logins_.erase(oldest);
   }
   logins_[token] = {caller.token, now + options_.login_ttl};
   return absl::StrCat(url(), "login?token=", token);
@@ -663,6 +685,11 @@ void Dashboard::Events(const httplib::Request& req, httplib::Response& res, cons
   // since=SEQ replays the events after SEQ first; without it (or since=now), only new ones.
   const int64_t since =
       req.get_param_value("since") == "now" ? -1 : IntParam(req.params, "since", -1);
+  absl::StatusOr<Slots::Held> slot = stream_slots_->Take(caller.user);
+  if (!slot.ok()) {
+    Reply(req, res, slot.status());
+    return;
+  }
   auto sink = std::make_shared<StreamSink>();
   {
     std::lock_guard lock(mu_);
@@ -697,7 +724,10 @@ void Dashboard::Events(const httplib::Request& req, httplib::Response& res, cons
         }
         return out.write(text.data(), text.size());
       },
-      [sink](bool) { sink->Leave(); });
+      [sink, held = std::make_shared<Slots::Held>(std::move(*slot))](bool) {
+        sink->Leave();
+        held->reset();
+      });
 }
 
 }  // namespace hpo::server

@@ -37,6 +37,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/data_dir.h"
+#include "common/slots.h"
 #include "server/auth/auth.h"
 #include "server/core/controller.h"
 #include "server/core/trial_files.h"
@@ -124,6 +125,9 @@ class Dashboard {
   std::map<std::string, std::pair<std::string, absl::Time>> logins_;
   std::map<std::string, Session> sessions_;        // cookie value -> session
   std::vector<std::weak_ptr<EventSink>> streams_;  // open event streams
+  // Each open event stream holds one of the server's threads: so many per user, and in all, so
+  // that other pages and requests always find one.
+  std::shared_ptr<Slots> stream_slots_ = Slots::Make("dashboard pages open (event streams)", 6, 20);
   bool stopping_ = false;
 };
 

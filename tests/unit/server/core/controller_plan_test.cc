@@ -104,6 +104,43 @@ TEST_F(ControllerPlanTest, APilotRunsAFewStepsAndThePlanLearnsAStepWithoutTheSta
   EXPECT_NEAR(e.node_hours().expected(), 10 * (10 + 20 * 2) / 3600.0, 1e-9);
 }
 
+// A plan's simulation runs off the controller's thread (its answer comes in a later batch), and
+// each user may have two plans being computed at once.
+TEST_F(ControllerPlanTest, APlanIsComputedOffTheControllersThreadTwoAtOnceForAUser) {
+  v1::PlanSweepRequest req;
+  req.set_spec_yaml(kSweep);
+  req.set_source("big.yaml");
+  req.set_base_dir(daemon_->root());
+  auto got = std::make_shared<std::optional<absl::StatusOr<v1::PlanSweepResponse>>>();
+  Controller::Done done =
+      controller().Plan(Controller::AllowedForTest(), req,
+                        [got](absl::StatusOr<v1::PlanSweepResponse> r) -> Controller::Done {
+                          *got = std::move(r);
+                          return nullptr;
+                        });
+  EXPECT_EQ(done, nullptr);
+  EXPECT_FALSE(got->has_value()) << "answered on the controller's thread, within its batch";
+  for (int i = 0; i < 1000 && !got->has_value(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    controller().RunOnce();
+  }
+  ASSERT_TRUE(got->has_value()) << "no answer within 10 s";
+  ASSERT_TRUE((*got)->ok()) << (*got)->status();
+  const v1::PlanSweepResponse& plan = ***got;
+  ASSERT_EQ(plan.errors_size(), 0) << plan.errors(0);
+  EXPECT_EQ(plan.estimate().trials().expected(), 10);
+
+  absl::StatusOr<Slots::Held> one = controller().plan_slots().Take("");
+  absl::StatusOr<Slots::Held> two = controller().plan_slots().Take("");
+  ASSERT_TRUE(one.ok() && two.ok());
+  absl::StatusOr<v1::PlanSweepResponse> third =
+      controller().Plan(Controller::AllowedForTest(), req);
+  ASSERT_TRUE(absl::IsResourceExhausted(third.status())) << third.status();
+  EXPECT_THAT(third.status().message(), HasSubstr("2 plans being computed, the most one user"));
+  one->reset();
+  EXPECT_TRUE(controller().Plan(Controller::AllowedForTest(), req).ok());
+}
+
 TEST_F(ControllerPlanTest, APilotThatCannotRunIsRefusedAndNothingIsStored) {
   EXPECT_THAT(std::string(SubmitPilot(kSweep, 0, 4).status().message()),
               HasSubstr("1 to 64 trials"));
