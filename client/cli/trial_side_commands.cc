@@ -235,7 +235,8 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
 // batches, waits as TrialReporter says while hpod does not answer, lingers a little for more, and
 // ends when nothing waits. hpod's answer that the trial should stop goes into reports.stop, and the
 // trial's next `hpo report` exits 10 with it. A report the journal cannot take (a full disk) is
-// handed to a sender of its own, in memory, with a warning: the trial goes on.
+// kept in memory, with a warning: hpod's answer is waited for, and what hpod did not take goes to
+// a sender of its own; the trial goes on.
 
 namespace {
 
@@ -337,9 +338,22 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
   if (!in_memory.empty()) {
     std::fprintf(stderr,
                  "hpo report: the journal %s cannot be written (a full or read-only disk?); the "
-                 "report waits in memory, in a sender of its own\n",
+                 "report goes to hpod from memory\n",
                  r.journal_path().c_str());
-    StartSender(in_memory);
+    // Nothing on disk keeps it, and a sender may not outlive the trial: hpod's answer is waited
+    // for, and only what hpod did not take goes to a sender of its own.
+    absl::StatusOr<client::TrialReporter::Delivery> d =
+        r.Deliver(client::ReportTimeout(), /*now=*/true);
+    if (!d.ok()) return Fail(d.status());
+    if (d->stop) {
+      std::printf("stop: %s\n", d->reason.c_str());
+      return kExitStop;
+    }
+    if (std::vector<std::string> left = r.InMemoryLines(); !left.empty()) {
+      std::fprintf(stderr, "hpo report: hpod did not take it (%s); a sender keeps trying\n",
+                   std::string(d->missed.message()).c_str());
+      StartSender(left);
+    }
   } else if (int fd = -1; !SenderRuns(TrialFile(kSenderLock), /*take=*/false, &fd)) {
     // No backlog and hpod answering: its answer, a stop above all, is worth a short wait.
     if (r.retry_after() == absl::InfinitePast()) {

@@ -4,7 +4,10 @@
 # puts the two side by side, and the Python client plans the same. A file that does not say how
 # long its trials are gets a clear error.
 source "$(dirname "$0")/lib.sh"
-hpo daemon start --cpus 4 >/dev/null
+# The pilot's stop after its last step reaches the trainer with that step's report however loaded
+# the machine is: reports wait for hpod's answer (trials inherit hpod's environment; by default a
+# report waits 50 ms and a later stop comes with the next report).
+HPO_REPORT_WAIT=10s hpo daemon start --cpus 4 >/dev/null
 # Each trial: 5 steps, 0.3 s each.
 sweep() {  # sweep NAME [MORE YAML]
   cat <<YAML
