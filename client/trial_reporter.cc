@@ -1,5 +1,7 @@
 #include "client/trial_reporter.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <set>
@@ -44,12 +46,13 @@ absl::Duration ReportTimeout() {
   return *d;
 }
 
-absl::Duration ReportWait() {
+absl::Duration ReportWait(absl::Duration call_age) {
   const char* text = std::getenv("HPO_REPORT_WAIT");
-  if (text == nullptr || *text == '\0') return absl::Milliseconds(50);
-  absl::StatusOr<absl::Duration> d = ParseDuration(text);
-  if (!d.ok() || *d < absl::ZeroDuration()) return absl::Milliseconds(50);
-  return *d;
+  if (text != nullptr && *text != '\0') {
+    absl::StatusOr<absl::Duration> d = ParseDuration(text);
+    if (d.ok() && *d >= absl::ZeroDuration()) return *d;
+  }
+  return std::max(kReportCallLimit - call_age, absl::ZeroDuration());
 }
 
 absl::StatusOr<std::unique_ptr<TrialReporter>> TrialReporter::FromEnvironment() {
@@ -90,6 +93,12 @@ TrialReporter::TrialReporter(const std::string& endpoint, int64_t trial_id, std:
 }
 
 absl::Status TrialReporter::Record(int64_t step, const std::map<std::string, double>& metrics) {
+  for (const auto& [name, value] : metrics) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric '", name, "' is ", value, "; only finite values are stored"));
+    }
+  }
   JournalEntry e;
   if (step >= 0) e.step = step;
   e.metrics = metrics;
@@ -256,6 +265,7 @@ void TrialReporter::Missed(absl::Duration took) {
 }
 
 void TrialReporter::Reconnect() {
+  reconnect_ = false;
   channel_ = ComputeNodeChannel(endpoint_, tls_ca_pem_);
   stub_ = v1::ReportService::NewStub(channel_);
 }
@@ -280,6 +290,7 @@ absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration ti
     out.in_memory = InMemory();
     return out;
   }
+  if (reconnect_) Reconnect();
   bool followed = false;
   // hpod was not reached (`why`): once, it may listen elsewhere now (it moved to another node,
   // or another port); else the next try is on a new connection, after the wait. True: try again.
@@ -288,7 +299,7 @@ absl::StatusOr<TrialReporter::Delivery> TrialReporter::Deliver(absl::Duration ti
       followed = true;
       return true;
     }
-    Reconnect();
+    reconnect_ = true;
     Missed(absl::Now() - sent);
     out.missed = why;
     return false;

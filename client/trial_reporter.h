@@ -63,7 +63,9 @@ class TrialReporter {
   };
 
   // Records one report (step < 0: the trial's last step + 1). INVALID_ARGUMENT for a metric
-  // name a journal cannot hold; a journal that cannot be written keeps the report in memory.
+  // name a journal cannot hold or a value that is not finite (hpod would refuse it, and its
+  // refusal may come after the trial stopped listening); a journal that cannot be written keeps
+  // the report in memory.
   [[nodiscard]] absl::Status Record(int64_t step, const std::map<std::string, double>& metrics);
   // Hands the waiting reports to hpod, oldest first, each call waiting at most `timeout`. While
   // the wait after a miss lasts it returns at once, unless `now`.
@@ -119,6 +121,9 @@ class TrialReporter {
   bool FollowEndpoint();
   // A new channel to endpoint_.
   void Reconnect();
+  // After a miss the next call goes over a new channel. It is made then, not at the miss: a
+  // process that ends after its miss does not wait for a channel it never uses.
+  bool reconnect_ = false;  // guarded by deliver_mu_
 
   std::mutex deliver_mu_;  // one delivery at a time (it may replace the channel)
   std::string endpoint_, endpoint_file_, tls_ca_pem_;
@@ -135,8 +140,13 @@ class TrialReporter {
 
 // $HPO_REPORT_TIMEOUT (a duration) or TrialReporter::kDefaultTimeout.
 absl::Duration ReportTimeout();
+// `hpo report` as a whole (the process's start, loading included, to its end) stays under this
+// while hpod answers slowly or not at all: its look for hpod's answer ends this long after the
+// process started.
+inline constexpr absl::Duration kReportCallLimit = absl::Milliseconds(70);
 // How long a trainer's report waits for hpod's answer before the trial's sender takes it over:
-// $HPO_REPORT_WAIT (a duration such as 50ms; 0s: not at all) or 50 ms.
-absl::Duration ReportWait();
+// $HPO_REPORT_WAIT (a duration such as 50ms; 0s: not at all), else what is left of
+// kReportCallLimit for a call that began `call_age` ago (zero when nothing is).
+absl::Duration ReportWait(absl::Duration call_age);
 
 }  // namespace hpo::client

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -228,8 +229,9 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
 
 // --- report ------------------------------------------------------------------------------------
 //
-// A report waits for the trial's journal, and for hpod's answer at most HPO_REPORT_WAIT (50 ms)
-// while nothing else waits and hpod answered last time; the trial's sender delivers the rest. The
+// A report waits for the trial's journal, and for hpod's answer while nothing else waits and hpod
+// answered last time: until 70 ms after the process started (kReportCallLimit), or
+// HPO_REPORT_WAIT when set; the trial's sender delivers the rest. The
 // sender is `hpo report --deliver`, a process of its own that `hpo report` starts when none runs
 // (it holds reports.sender locked while it does): it sends the journal's backlog to hpod in
 // batches, waits as TrialReporter says while hpod does not answer, lingers a little for more, and
@@ -291,6 +293,26 @@ bool SenderRuns(const std::string& lock_path, bool take, int* fd) {
   return false;
 }
 
+// How long ago this process started (its start time in /proc/self/stat against the boot clock);
+// zero when that cannot be read.
+absl::Duration ProcessAge() {
+  absl::StatusOr<std::string> stat = ReadFile("/proc/self/stat");
+  if (!stat.ok()) return absl::ZeroDuration();
+  // Field 22, counted after the command name's closing parenthesis (the name may hold spaces).
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return absl::ZeroDuration();
+  std::vector<std::string> fields = absl::StrSplit(stat->substr(close + 1), ' ', absl::SkipEmpty());
+  int64_t ticks = 0;
+  long hz = ::sysconf(_SC_CLK_TCK);
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[19], &ticks) || hz <= 0) {
+    return absl::ZeroDuration();
+  }
+  struct timespec boot {};
+  if (::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return absl::ZeroDuration();
+  absl::Duration age = absl::DurationFromTimespec(boot) - absl::Seconds(ticks) / hz;
+  return std::max(age, absl::ZeroDuration());
+}
+
 // hpod said the trial should stop: the reason, for the next report.
 std::optional<std::string> StopSaid(const std::string& path) {
   if (path.empty()) return std::nullopt;
@@ -299,22 +321,9 @@ std::optional<std::string> StopSaid(const std::string& path) {
   return std::string(absl::StripAsciiWhitespace(*text));
 }
 
-}  // namespace
-
-int Report(int64_t step, const std::vector<std::string>& pairs) {
-  std::map<std::string, double> metrics;
-  for (const std::string& p : pairs) {
-    std::vector<std::string> kv = absl::StrSplit(p, absl::MaxSplits('=', 1));
-    double v = 0;
-    if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtod(kv[1], &v)) {
-      std::fprintf(stderr, "hpo report: '%s' is not name=number\n", p.c_str());
-      return kExitUsage;
-    }
-    metrics[kv[0]] = v;
-  }
-  auto reporter = client::TrialReporter::FromEnvironment();
-  if (!reporter.ok()) return Fail(reporter.status());
-  client::TrialReporter& r = **reporter;
+// One report, recorded and handed on; the exit status of `hpo report`.
+int ReportWith(client::TrialReporter& r, int64_t step,
+               const std::map<std::string, double>& metrics) {
   if (!r.journaled()) {
     // Without a trial directory (a trial something else runs) nothing keeps a report but this
     // process: it waits for hpod's answer, a minute at most.
@@ -356,8 +365,9 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
     }
   } else if (int fd = -1; !SenderRuns(TrialFile(kSenderLock), /*take=*/false, &fd)) {
     // No backlog and hpod answering: its answer, a stop above all, is worth a short wait.
-    if (r.retry_after() == absl::InfinitePast()) {
-      absl::StatusOr<client::TrialReporter::Delivery> d = r.Deliver(client::ReportWait());
+    if (absl::Duration wait = client::ReportWait(ProcessAge());
+        r.retry_after() == absl::InfinitePast() && wait > absl::ZeroDuration()) {
+      absl::StatusOr<client::TrialReporter::Delivery> d = r.Deliver(wait);
       if (!d.ok()) return Fail(d.status());  // refused for good: a bad metric, a trial that ended
       if (d->stop) {
         std::printf("stop: %s\n", d->reason.c_str());
@@ -380,6 +390,29 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
     return kExitStop;
   }
   return 0;
+}
+
+}  // namespace
+
+int Report(int64_t step, const std::vector<std::string>& pairs) {
+  std::map<std::string, double> metrics;
+  for (const std::string& p : pairs) {
+    std::vector<std::string> kv = absl::StrSplit(p, absl::MaxSplits('=', 1));
+    double v = 0;
+    if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtod(kv[1], &v)) {
+      std::fprintf(stderr, "hpo report: '%s' is not name=number\n", p.c_str());
+      return kExitUsage;
+    }
+    metrics[kv[0]] = v;
+  }
+  auto reporter = client::TrialReporter::FromEnvironment();
+  if (!reporter.ok()) return Fail(reporter.status());
+  int rc = ReportWith(**reporter, step, metrics);
+  // The process ends here, without tearing down its gRPC channel: an orderly shutdown waits for a
+  // connection still being made to a host that does not answer, and a trainer waits for this.
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(rc);
 }
 
 int DeliverReports(const std::vector<std::string>& lines) {

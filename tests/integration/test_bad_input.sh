@@ -26,11 +26,14 @@ out=$HPO_DATA_DIR/sweeps/$id/trials/00000
 grep -q "nan-exit=1" "$out/stdout.log" || fail "a NaN report did not fail"
 grep -q "only finite values" "$out/stderr.log" || fail "NaN error unclear: $(cat "$out/stderr.log")"
 grep -q "ok-exit=0" "$out/stdout.log" || fail "a good report failed"
+# The good report may have gone by the trial's sender, after `hpo report` returned.
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS WHERE trial_id=$trial\") -eq 1 ]" 20
 endpoint=$(cat "$HPO_DATA_DIR/endpoint")
 # A reporter with a wrong token cannot tell hpod's refusal from a stranger's (hpod's answer proves
-# itself with the trial's token): the report waits in its journal, and hpo report says why.
+# itself with the trial's token): the report waits in its journal, and hpo report says why (it
+# looks for hpod's answer long enough to hear it on a loaded machine).
 mkdir -p "$WORK/wrong"
-HPO_ENDPOINT=$endpoint HPO_TLS_CA=$HPO_DATA_DIR/tls-ca.pem HPO_TRIAL_DIR=$WORK/wrong HPO_TRIAL_ID=$trial \
+HPO_REPORT_WAIT=10s HPO_ENDPOINT=$endpoint HPO_TLS_CA=$HPO_DATA_DIR/tls-ca.pem HPO_TRIAL_DIR=$WORK/wrong HPO_TRIAL_ID=$trial \
   HPO_TRIAL_TOKEN=not-the-token hpo report --step 2 loss=0.1 2>"$WORK/err" || fail "a wrong token failed the trial"
 grep -q "the token is not this trial's" "$WORK/err" && grep -q "without proof that it is hpod" "$WORK/err" ||
   fail "wrong-token error unclear: $(cat "$WORK/err")"

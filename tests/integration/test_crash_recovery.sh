@@ -19,11 +19,17 @@ reports() { sql "SELECT COUNT(*) FROM $ALL_REPORTS"; }
 
 start_daemon
 # Each trial: notes that it started, reports 8 steps 0.3 s apart, then exits 0 — or 3 when x is
-# a multiple of 4 (a bad configuration: FAILED, with its exit code kept).
+# a multiple of 4 (a bad configuration: FAILED, with its exit code kept). Before its last step a
+# trial holds while its hold file exists: the first four until the first restart is done, trials
+# 9 and up until the restart after the --keep-trials stop. So trials run at those points however
+# slowly a loaded machine restarts hpod (a trial alone takes 2.4 s).
+touch "$WORK/hold" "$WORK/hold2"
 cat >"$WORK/crash.yaml" <<YAML
 command: >-
   echo "{trial_id} {x}" >> $WORK/runs.log;
-  for s in 1 2 3 4 5 6 7 8; do hpo report --step \$s loss=\$(echo "{x} / \$s" | bc -l) || exit 1; sleep 0.3; done;
+  for s in 1 2 3 4 5 6 7 8; do
+  [ \$s -lt 8 ] || while [ {trial_id} -le 4 -a -e $WORK/hold ] || [ {trial_id} -ge 9 -a -e $WORK/hold2 ]; do sleep 0.1; done;
+  hpo report --step \$s loss=\$(echo "{x} / \$s" | bc -l) || exit 1; sleep 0.3; done;
   [ \$(({x} % 4)) -ne 0 ] || exit 3
 parameters:
   x: {type: int, low: 1, high: 1000}
@@ -41,6 +47,7 @@ watcher=$!
 wait_for "[ -s $WORK/runs.log ]" 20
 crash
 start_daemon
+rm "$WORK/hold"
 # 2. Mid-sweep, with trials between reports.
 before=$(reports)
 wait_for "[ \$(reports) -ge $((before + 10)) ]" 30
@@ -56,6 +63,7 @@ if [ "$(trial_processes "$id")" -eq 0 ]; then
     fail "hpo daemon stop --keep-trials ended the trials"
 fi
 start_daemon
+rm "$WORK/hold2"
 # 3. Down for 4 s: running trials finish meanwhile (their last reports wait for the daemon) and
 #    some end while no daemon runs at all.
 wait_for "[ \$(reports) -ge $((before + 30)) ]" 30
@@ -64,6 +72,9 @@ sleep 4
 start_daemon
 
 hpo wait "$id" --timeout 180 >/dev/null || fail "the sweep did not complete after the crashes"
+for _ in $(seq 600); do kill -0 $watcher 2>/dev/null || break; sleep 0.1; done
+kill -0 $watcher 2>/dev/null &&
+  fail "hpo watch did not end with the sweep: $(tail -n 3 "$WORK/watch.txt") $(cat "$WORK/watch.err")"
 wait $watcher || fail "hpo watch did not follow the sweep across the restarts: $(cat "$WORK/watch.err")"
 grep -q "reconnecting" "$WORK/watch.err" || fail "hpo watch did not notice a restart"
 
@@ -89,6 +100,7 @@ done <"$WORK/runs.log"
 # Every report arrived exactly once, also those pushed while hpod was down.
 bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS GROUP BY trial_id HAVING COUNT(*) != 8 OR COUNT(DISTINCT step) != 8")
 [ -z "$bad" ] || fail "reports missing or stored twice (trial:count/distinct steps): $bad"
-[ "$(trial_processes "$id")" -eq 0 ] || fail "trial processes left behind"
+# A trial's report sender ends a moment (2 s) after it has nothing left to send.
+wait_for "[ \$(trial_processes $id) -eq 0 ]" 15
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"
 pass "3 crashes and a --keep-trials stop: $readopted re-adoptions, $known outcome(s) learned after the fact, 0 lost, 12 trials run once, 96 reports stored once"
