@@ -1,5 +1,8 @@
 #include "common/work_queue.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <utility>
 
 namespace hpo {
@@ -25,6 +28,8 @@ void WorkQueue::Run(std::function<void()> job) {
 }
 
 void WorkQueue::Loop() {
+  // Best effort: a thread that may not lower its priority runs at the process's.
+  if (priority_ == Priority::kBackground) (void)::setpriority(PRIO_PROCESS, ::gettid(), 19);
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });

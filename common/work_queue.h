@@ -2,6 +2,8 @@
 // WorkQueue: one thread that runs jobs in the order given, off the thread that gives them (the
 // controller's, which must not spend seconds on a plan's simulation). Its thread starts with the
 // first job. A job runs to its end; the jobs still waiting when the queue is destroyed never run.
+// A background queue's thread runs at the lowest priority (nice 19): whatever else the process
+// does (the controller, every report) goes first.
 //
 // Thread safety: Run may be called from any thread.
 
@@ -15,7 +17,8 @@ namespace hpo {
 
 class WorkQueue {
  public:
-  WorkQueue() = default;
+  enum class Priority { kNormal, kBackground };
+  explicit WorkQueue(Priority priority = Priority::kNormal) : priority_(priority) {}
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -25,6 +28,7 @@ class WorkQueue {
  private:
   void Loop();
 
+  const Priority priority_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;

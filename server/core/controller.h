@@ -223,6 +223,8 @@ class Controller {
   // ones until the sweep ends.
   [[nodiscard]] absl::Status Watch(const Allowed& allowed, int64_t sweep_id, int64_t since_seq,
                                    std::shared_ptr<EventSink> sink);
+  // Returns once every watch that joined so far has replayed its past (see EventPublisher).
+  void WaitForWatchReplays() { events_.WaitForReplays(); }
   // True when no sweep is RUNNING or PAUSED.
   bool AllSweepsEnded() const { return table_.AllEnded(); }
   // What readers outside the core see of it now (server/core/reads.h): the dashboard's views
@@ -327,7 +329,8 @@ class Controller {
   BatchLoop loop_;
   std::shared_ptr<Slots> plan_slots_ =
       Slots::Make("plans being computed", kPlansPerUser, kPlansInAll);
-  WorkQueue plans_;       // after loop_: joined before it goes
+  // After loop_: joined before it goes. Plans are background work: reports go first.
+  WorkQueue plans_{WorkQueue::Priority::kBackground};
   bool writable_ = true;  // as last logged
   bool stopped_ = false;
 };

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace hpo::server {
@@ -21,8 +22,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
                                                                const Options& options) {
   const char* vfs = options.vfs.empty() ? nullptr : options.vfs.c_str();
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, vfs);
+  int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
@@ -31,6 +32,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   std::unique_ptr<SqliteStore> store(new SqliteStore(db, path, options));
   // Held alone, nobody else ever has the file: waiting for it would only delay the error.
   sqlite3_busy_timeout(db, options.exclusive ? 0 : 5000);
+  // A reader takes the file as its writer keeps it (in WAL mode), and reads it lazily.
+  if (options.read_only) return store;
   // Before WAL is entered: then SQLite keeps the WAL's index in this process's memory.
   if (options.exclusive) {
     if (absl::Status s = store->Exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
@@ -101,11 +104,24 @@ void SqliteStore::CheckpointLoop() {
   }
 }
 
+absl::StatusOr<std::unique_ptr<Store>> SqliteStore::OpenReader() const {
+  // Held alone, the file has no room for another connection.
+  if (options_.exclusive) {
+    return absl::UnimplementedError(
+        absl::StrCat("the store ", path_, " is held by its one connection"));
+  }
+  Options options = options_;
+  options.read_only = true;
+  options.fence = nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> reader, Open(path_, options));
+  return std::unique_ptr<Store>(std::move(reader));
+}
+
 SqliteStore::~SqliteStore() {
   if (in_transaction_) Rollback();
   // Writes a failed commit kept get one last try, and the staged reports move.
   next_retry_ = absl::InfinitePast();
-  if (Begin().ok()) {
+  if (!options_.read_only && Begin().ok()) {
     if (in_sql_ && failure_.ok()) failure_ = FlushReportLog(0, 1);
     if (absl::Status s = Commit(); !s.ok()) spdlog::error("store: on closing: {}", s.ToString());
   }

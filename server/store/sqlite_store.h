@@ -58,6 +58,10 @@ class SqliteStore final : public Store {
     // holds its data directory: DaemonLock::StillHeld) and the transaction is rolled back, not
     // committed. Null: not asked.
     std::function<bool()> fence;
+    // A reader of a store another connection writes (Store::ReadablePath): the file is opened
+    // read-only as it is (it must exist); only the Load* calls work, and they see what the writer
+    // has committed.
+    bool read_only = false;
   };
   // Opens (creating) the database at `path` and migrates it to the current schema.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
@@ -94,6 +98,7 @@ class SqliteStore final : public Store {
                                                                     int64_t after_seq,
                                                                     int limit) override;
   int SchemaVersion() const override { return schema_version_; }
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Store>> OpenReader() const override;
 
  private:
   // One write as it was handed over, kept until it commits.

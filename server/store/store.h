@@ -3,7 +3,8 @@
 //
 // Contract:
 // - One writer: the controller's thread calls every method. Implementations need not be
-//   thread-safe. Readers in other processes (sqlite3, benchmarks) may read concurrently.
+//   thread-safe. Readers in other processes (sqlite3, benchmarks) may read concurrently, and so
+//   may a reader of this process (OpenReader), on a thread of its own.
 // - Writes between Begin() and Commit() are one transaction. A write the store took (it returned
 //   OK) becomes durable with a Commit() that returns OK: this one, or a later one. When a commit
 //   fails (disk full, read-only, I/O error) the store keeps what it was given, Health() turns
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -213,6 +215,12 @@ class Store {
                                                                             int64_t after_seq,
                                                                             int limit) = 0;
   virtual int SchemaVersion() const = 0;
+  // A second connection to the same store that reads what this one has committed, for use on
+  // another thread while this one writes (a watch's replay); only its Load* calls work.
+  // UNIMPLEMENTED when there can be none (the store is held by its one connection).
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Store>> OpenReader() const {
+    return absl::UnimplementedError("this store has no second connection");
+  }
 };
 
 }  // namespace hpo::server

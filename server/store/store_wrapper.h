@@ -5,6 +5,7 @@
 //
 // Thread safety: that of the wrapped store.
 
+#include <memory>
 #include <vector>
 
 #include "server/store/store.h"
@@ -67,6 +68,9 @@ class StoreWrapper : public Store {
     return inner_.LoadEvents(sweep_id, after_seq, limit);
   }
   int SchemaVersion() const override { return inner_.SchemaVersion(); }
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Store>> OpenReader() const override {
+    return inner_.OpenReader();
+  }
 
  private:
   Store& inner_;

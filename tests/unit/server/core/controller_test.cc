@@ -466,6 +466,8 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   }
   auto early = std::make_shared<RecordingSink>();
   ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, 0, early).ok());
+  // The past is replayed on the publisher's own thread.
+  controller().WaitForWatchReplays();
   size_t replayed = early->events.size();
   EXPECT_GT(replayed, 3u);
   // A negative since_seq: nothing of the past, only what comes next.
@@ -489,6 +491,7 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   auto resumed = std::make_shared<RecordingSink>();
   int64_t mid = early->events[replayed / 2].seq();
   ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, mid, resumed).ok());
+  controller().WaitForWatchReplays();
   ASSERT_TRUE(resumed->closed.has_value());
   EXPECT_EQ(resumed->events.size(), early->events.size() - replayed / 2 - 1);
   EXPECT_EQ(resumed->events.back().seq(), last.seq());
@@ -500,6 +503,43 @@ TEST_F(ControllerTest, WatchReplaysThenFollowsAndEnds) {
   EXPECT_TRUE(after_end->events.empty());
   ASSERT_TRUE(after_end->closed.has_value());
   EXPECT_TRUE(after_end->closed->ok());
+}
+
+// Watchers that join while the sweep runs, their past replayed off the controller's thread while
+// live events come: each gets every event of the sweep once, in order.
+TEST_F(ControllerTest, WatchersJoiningMidSweepGetEveryEventOnceInOrder) {
+  script_ = [](const LaunchSpec&) {
+    SimulatedFate f;
+    f.run_time = absl::Seconds(3);
+    return f;
+  };
+  int64_t id = Submit(Spec(6, 2));
+  std::vector<std::shared_ptr<RecordingSink>> joined;
+  for (int i = 0; i < 8; ++i) {
+    joined.push_back(std::make_shared<RecordingSink>());
+    ASSERT_TRUE(
+        controller().Watch(server::Controller::AllowedForTest(), id, 0, joined.back()).ok());
+    controller().RunOnce();
+    daemon_->clock().Advance(absl::Seconds(1));
+  }
+  RunUntilEnded();
+  controller().WaitForWatchReplays();
+  // After the end: the whole log, replayed.
+  auto all = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(controller().Watch(server::Controller::AllowedForTest(), id, 0, all).ok());
+  controller().WaitForWatchReplays();
+  ASSERT_TRUE(all->closed.has_value());
+  EXPECT_TRUE(all->closed->ok());
+  ASSERT_GT(all->events.size(), 10u);
+  EXPECT_EQ(all->events.back().sweep().state(), v1::SWEEP_STATE_COMPLETED);
+  for (const auto& sink : joined) {
+    ASSERT_TRUE(sink->closed.has_value());
+    EXPECT_TRUE(sink->closed->ok());
+    ASSERT_EQ(sink->events.size(), all->events.size());
+    for (size_t i = 0; i < all->events.size(); ++i) {
+      EXPECT_EQ(sink->events[i].seq(), all->events[i].seq());
+    }
+  }
 }
 
 TEST_F(ControllerTest, CrashMarksRunningTrialsLostAndRetriesThem) { Restart(/*crash=*/true); }

@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -235,6 +237,45 @@ TEST(SqliteStore, HeldAloneItUsesNoSharedMemoryAndKeepsOthersOut) {
   auto reopened = SqliteStore::Open(dir.Db(), exclusive);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_EQ((*reopened)->LoadTrials(1)->size(), 400u);
+}
+
+TEST(SqliteStore, AReaderSeesWhatIsCommittedOnAThreadOfItsOwn) {
+  TempDir dir;
+  auto store = SqliteStore::Open(dir.Db());
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto event = [](int64_t sweep) {
+    EventRecord e;
+    e.sweep_id = sweep;
+    e.payload = "p";
+    return e;
+  };
+  ASSERT_TRUE((*store)->Begin().ok());
+  int64_t sweep = *(*store)->InsertSweep(Sweep());
+  int64_t first = *(*store)->InsertEvent(event(sweep));
+  ASSERT_TRUE((*store)->Commit().ok());
+  absl::StatusOr<std::unique_ptr<Store>> reader = (*store)->OpenReader();
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  // An event of a transaction still open is not seen; once committed, it is.
+  ASSERT_TRUE((*store)->Begin().ok());
+  int64_t second = *(*store)->InsertEvent(event(sweep));
+  std::vector<EventRecord> seen;
+  std::thread([&] { seen = *(*reader)->LoadEvents(sweep, 0, 10); }).join();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].seq, first);
+  ASSERT_TRUE((*store)->Commit().ok());
+  std::thread([&] { seen = *(*reader)->LoadEvents(sweep, first, 10); }).join();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].seq, second);
+  // Closing it leaves the writer's file as it was.
+  reader->reset();
+  EXPECT_EQ((*store)->LoadEvents(sweep, 0, 10)->size(), 2u);
+  // A store held by its one connection has no reader.
+  TempDir alone;
+  SqliteStore::Options exclusive;
+  exclusive.exclusive = true;
+  auto held = SqliteStore::Open(alone.Db(), exclusive);
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(absl::IsUnimplemented((*held)->OpenReader().status()));
 }
 
 TEST(SqliteStore, MigratesAnEmptyVersionZeroFile) {
