@@ -7,10 +7,12 @@
 source "$(dirname "$0")/lib.sh"
 cluster_up 1 2 4
 start_hpod
+# Each report waits for hpod's answer (HPO_REPORT_WAIT), so that the pilot's stop reaches its
+# trials with their third report even on a loaded machine, not with the fourth.
 cat >"$WORK/train.sh" <<'SH'
 #!/bin/sh
 sleep 1
-for s in 1 2 3 4 5 6; do sleep 0.4; hpo report --step "$s" loss=$(echo "$1 / $s" | bc -l) || exit 1; done
+for s in 1 2 3 4 5 6; do sleep 0.4; HPO_REPORT_WAIT=10s hpo report --step "$s" loss=$(echo "$1 / $s" | bc -l) || exit 1; done
 SH
 cat >"$WORK/sweep.yaml" <<YAML
 name: planned
