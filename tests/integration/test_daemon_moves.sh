@@ -5,17 +5,25 @@
 # and every report is stored once.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 2 >/dev/null
-cat >"$WORK/train.py" <<'PY'
+# Each trainer reports 40 steps 0.2 s apart, holding before step 11 while $WORK/hold exists: so
+# the trials still run when hpod is back, however long its restart takes on a loaded machine.
+touch "$WORK/hold"
+cat >"$WORK/train.py" <<PY
+import os
 import time
 import hpo
 for s in range(1, 41):
+    while s == 11 and os.path.exists("$WORK/hold"):
+        time.sleep(0.1)
     hpo.report(step=s, loss=float(100 - s))
     time.sleep(0.2)
 PY
 cat >"$WORK/moves.yaml" <<YAML
 command: >-
   if [ {way} = python ]; then exec $PY $WORK/train.py; fi;
-  for s in \$(seq 1 40); do hpo report --step \$s loss=\$((100 - s)) || exit 1; sleep 0.2; done
+  for s in \$(seq 1 40); do
+  while [ \$s -eq 11 -a -e $WORK/hold ]; do sleep 0.1; done;
+  hpo report --step \$s loss=\$((100 - s)) || exit 1; sleep 0.2; done
 parameters:
   way: [report, python]
 algorithm: grid
@@ -31,6 +39,7 @@ rm -f "$HPO_DATA_DIR/tcp_port"  # the next start takes another port
 hpo daemon start --cpus 2 >/dev/null
 after=$(cat "$HPO_DATA_DIR/endpoint")
 [ "$before" != "$after" ] || fail "hpod came back at the same address $after"
+rm "$WORK/hold"
 # Reports reach the new address while the trials still run (not only from their journals at
 # their end).
 live_before=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS")
