@@ -3,7 +3,9 @@
 # defaults (algorithm and early stopping auto); every trial's params and metrics are stored,
 # `hpo show` says what auto chose, and `hpo best` names the right trial.
 source "$(dirname "$0")/lib.sh"
-hpo daemon start --cpus 4 >/dev/null
+# Each report waits for hpod's answer (HPO_REPORT_WAIT, through hpod's environment): a stop then
+# reaches its trial with the report at the rung even on a loaded machine, not with the next one.
+HPO_REPORT_WAIT=10s hpo daemon start --cpus 4 >/dev/null
 id=$(hpo submit "$HPO_SRC/examples/quickstart.yaml" | tail -n 1)
 [[ "$id" =~ ^[0-9]+$ ]] || fail "submit did not print a sweep id last: '$id'"
 hpo wait "$id" --timeout 240 || fail "sweep $id did not complete (wait exit $?)"
