@@ -244,6 +244,7 @@ namespace {
 
 constexpr char kSenderLock[] = "reports.sender";
 constexpr char kStopFile[] = "reports.stop";
+constexpr char kSenderLog[] = "reports.sender.log";
 // A sender with nothing to send waits this long for more before it ends.
 constexpr absl::Duration kLinger = absl::Seconds(2);
 // A sender that has not reached hpod for this long ends; the next report starts another, and
@@ -262,13 +263,25 @@ void StartSender(const std::vector<std::string>& lines) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // What the sender says goes to a file of its own in the trial's directory, not to the trial's
+  // stderr: a process that holds a Slurm step's output open keeps the step (and its GPUs) from
+  // ending until it exits, and a sender lingers after its trial. A file that cannot be made (a
+  // full disk) leaves it unsaid.
+  std::string log = TrialFile(kSenderLog);
+  int err = log.empty() ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  if (err >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   pid_t pid = 0;
   int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  if (err >= 0) ::close(err);
   if (rc != 0) {
     std::fprintf(stderr,
                  "hpo report: cannot start its sender (%s); the report waits in the journal\n",
