@@ -64,14 +64,19 @@ for tid in $(sql "SELECT id FROM trials WHERE sweep_id=$id"); do
   counts=$(sql "SELECT COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS WHERE trial_id=$tid")
   [ "$counts" = 40/40 ] || fail "trial $tid ($way): reports stored (all/distinct steps) $counts, not 40/40"
   # Its pace, from its own clock: no gap between steps above 1 s (they are 0.25 s apart), and
-  # it trained through the outage.
-  read -r gap during < <(awk -v down="$down" -v up="$up" '
+  # it trained through the outage at least at 60% of the pace it had before it (a loaded
+  # machine slows every step, whoever answers).
+  read -r gap during expected < <(awk -v down="$down" -v up="$up" '
     NR > 1 && $1 - prev > gap { gap = $1 - prev }
+    $1 <= down { if (!first) first = $1; last = $1; before++ }
     $1 > down && $1 < up { during++ }
-    { prev = $1 } END { printf "%.2f %d\n", gap, during }' "$dir/pace.log")
+    { prev = $1 }
+    END { rate = before > 1 ? (before - 1) / (last - first) : 4
+          printf "%.2f %d %.1f\n", gap, during, rate * (up - down) }' "$dir/pace.log")
   awk -v g="$gap" 'BEGIN { exit !(g < 1.0) }' || fail "trial $tid ($way): a step took ${gap}s while hpod was away"
-  [ "$during" -ge 15 ] || fail "trial $tid ($way): only $during steps during the 6 s outage"
-  echo "trial $tid: longest gap ${gap}s, $during steps while hpod was down, reports $counts"
+  awk -v d="$during" -v e="$expected" 'BEGIN { exit !(d >= 0.6 * e) }' ||
+    fail "trial $tid ($way): only $during steps during the outage; its pace before it gives $expected"
+  echo "trial $tid: longest gap ${gap}s, $during steps while hpod was down (pace before: $expected), reports $counts"
 done
 grep -q "hpod does not answer" "$(sql "SELECT trial_dir FROM trials WHERE sweep_id=$id LIMIT 1")/stderr.log" ||
   fail "hpo exec did not say hpod was away"
