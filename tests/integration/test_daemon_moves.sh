@@ -5,15 +5,17 @@
 # and every report is stored once.
 source "$(dirname "$0")/lib.sh"
 hpo daemon start --cpus 2 >/dev/null
-# Each trainer reports 40 steps 0.2 s apart, holding before step 11 while $WORK/hold exists: so
-# the trials still run when hpod is back, however long its restart takes on a loaded machine.
-touch "$WORK/hold"
+# Each trainer reports 40 steps 0.2 s apart, holding before step 11 while $WORK/hold exists (so
+# the trials still run when hpod is back, however long its restart takes on a loaded machine)
+# and before step 21 while $WORK/hold2 exists (so that they still run while the test looks for
+# their reports at the new address).
+touch "$WORK/hold" "$WORK/hold2"
 cat >"$WORK/train.py" <<PY
 import os
 import time
 import hpo
 for s in range(1, 41):
-    while s == 11 and os.path.exists("$WORK/hold"):
+    while (s == 11 and os.path.exists("$WORK/hold")) or (s == 21 and os.path.exists("$WORK/hold2")):
         time.sleep(0.1)
     hpo.report(step=s, loss=float(100 - s))
     time.sleep(0.2)
@@ -22,7 +24,7 @@ cat >"$WORK/moves.yaml" <<YAML
 command: >-
   if [ {way} = python ]; then exec $PY $WORK/train.py; fi;
   for s in \$(seq 1 40); do
-  while [ \$s -eq 11 -a -e $WORK/hold ]; do sleep 0.1; done;
+  while [ \$s -eq 11 -a -e $WORK/hold ] || [ \$s -eq 21 -a -e $WORK/hold2 ]; do sleep 0.1; done;
   hpo report --step \$s loss=\$((100 - s)) || exit 1; sleep 0.2; done
 parameters:
   way: [report, python]
@@ -40,11 +42,12 @@ hpo daemon start --cpus 2 >/dev/null
 after=$(cat "$HPO_DATA_DIR/endpoint")
 [ "$before" != "$after" ] || fail "hpod came back at the same address $after"
 rm "$WORK/hold"
-# Reports reach the new address while the trials still run (not only from their journals at
-# their end).
+# Reports reach the new address while the trials still run (they hold before step 21), not only
+# from their journals at their end.
 live_before=$(sql "SELECT COUNT(*) FROM $ALL_REPORTS")
-wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge $((live_before + 4)) ] || [ \$(trial_processes $id) -eq 0 ]" 30
-[ "$(trial_processes "$id")" -gt 0 ] || fail "no report reached hpod at $after before the trials ended"
+wait_for "[ \$(sql \"SELECT COUNT(*) FROM $ALL_REPORTS\") -ge $((live_before + 4)) ]" 60
+[ "$(trial_processes "$id")" -gt 0 ] || fail "the trials ended while held before step 21"
+rm "$WORK/hold2"
 hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete after hpod moved"
 bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS GROUP BY trial_id HAVING COUNT(*) != 40 OR COUNT(DISTINCT step) != 40")
 [ -z "$bad" ] || fail "reports missing or stored twice (trial:count/distinct steps): $bad"
