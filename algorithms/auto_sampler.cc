@@ -61,7 +61,7 @@ std::string AutoSampler::Choice(const SuggestRequest& req) const {
   std::string now = chosen_->Name();
   if (const auto* tpe = dynamic_cast<const TpeSampler*>(chosen_.get())) {
     int startup = tpe->options().startup_trials;
-    now = static_cast<int>(TpeSampler::Learned(req)) < startup
+    now = !TpeSampler::ModelsAtLeast(req, static_cast<size_t>(std::max(startup, 0)))
               ? absl::StrCat("tpe: random draws until ", startup, " trials have reported")
               : "tpe: modelling the trials that reported";
   }

@@ -22,11 +22,20 @@ const std::vector<std::string>& SamplerNames() {
 }
 
 Points CompletedPoints(const SuggestRequest& req, std::vector<const HistoryEntry*>& entries) {
+  std::vector<const HistoryEntry*> all;
+  all.reserve(req.history->size());
+  for (const HistoryEntry& h : *req.history) all.push_back(&h);
+  return CompletedPoints(req, all, entries);
+}
+
+Points CompletedPoints(const SuggestRequest& req, const std::vector<const HistoryEntry*>& among,
+                       std::vector<const HistoryEntry*>& entries) {
   const std::vector<Direction> one = {req.direction};
   const std::vector<Direction>& directions = req.MultiObjective() ? *req.directions : one;
   Points points;
   points.k = directions.size();
-  for (const HistoryEntry& h : *req.history) {
+  for (const HistoryEntry* e : among) {
+    const HistoryEntry& h = *e;
     if (!h.finished || h.stopped || !req.space->Contains(h.params)) continue;
     if (req.MultiObjective()) {
       if (h.values.size() != directions.size() ||

@@ -77,6 +77,9 @@ struct SuggestRequest {
 // stopped early) with a value for every objective, in history order, and their values as
 // Points (minimized, with their violations). `entries` receives the trials, in Points' order.
 Points CompletedPoints(const SuggestRequest& req, std::vector<const HistoryEntry*>& entries);
+// The same over `among` (entries of req.history), in its order.
+Points CompletedPoints(const SuggestRequest& req, const std::vector<const HistoryEntry*>& among,
+                       std::vector<const HistoryEntry*>& entries);
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {

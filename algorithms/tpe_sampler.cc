@@ -1,6 +1,7 @@
 #include "algorithms/tpe_sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -63,13 +64,18 @@ struct Parzen {
 
   double Sample(Rng& rng) const {
     size_t k = static_cast<size_t>(rng.Below(mus.size()));
+    return SampleKernel(mus[k], sigmas[k], low, high, rng);
+  }
+
+  // A draw from one Gaussian kernel truncated to [low, high].
+  static double SampleKernel(double mu, double sigma, double low, double high, Rng& rng) {
     for (int tries = 0; tries < 100; ++tries) {
       // Box-Muller; redraw until inside the bounds (truncation).
       double u1 = std::max(rng.Uniform(), 1e-300), u2 = rng.Uniform();
-      double x = mus[k] + sigmas[k] * std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
+      double x = mu + sigma * std::sqrt(-2 * std::log(u1)) * std::cos(2 * kPi * u2);
       if (x >= low && x <= high) return x;
     }
-    return std::clamp(mus[k], low, high);
+    return std::clamp(mu, low, high);
   }
 };
 
@@ -112,17 +118,21 @@ ParamValue FromAxis(const ParamDef& p, double x) {
 // categorical coordinate keeps half its mass on the observed choice. Plus one wide prior kernel.
 struct JointParzen {
   std::vector<const ParamDef*> params;
-  std::vector<Axis> axes;                // per parameter (unused for categoricals)
-  std::vector<std::vector<double>> mus;  // [kernel][parameter]: axis value or choice index
-  std::vector<std::vector<double>> sigmas;
-  std::vector<std::vector<double>>
-      lognorms;             // [kernel][parameter]: log of the truncated normalizer
-  std::vector<bool> prior;  // [kernel]: the wide prior kernel
+  std::vector<Axis> axes;  // per parameter (unused for categoricals)
+  size_t dims = 0;
+  // Per kernel, dims values each ([kernel * dims + parameter]): the axis value or choice index,
+  // the width, and the log of the truncated normalizer.
+  std::vector<double> mus, sigmas, lognorms;
+  std::vector<bool> prior;           // [kernel]: the wide prior kernel
+  mutable std::vector<double> logs;  // LogPdf's scratch, one per kernel
+
+  size_t kernels() const { return prior.size(); }
 
   static JointParzen Fit(const std::vector<const ParamDef*>& params,
                          const std::vector<const Params*>& obs) {
     JointParzen j;
     j.params = params;
+    j.dims = params.size();
     size_t numeric = 0;
     for (const ParamDef* p : params) {
       j.axes.push_back(p->type == ParamType::kCategorical ? Axis{0, 1, false} : AxisOf(*p));
@@ -130,44 +140,38 @@ struct JointParzen {
     }
     double n = static_cast<double>(obs.size());
     double scott = 0.2 * std::pow(std::max(n, 1.0), -1.0 / (static_cast<double>(numeric) + 4));
+    j.mus.reserve((obs.size() + 1) * j.dims);
+    j.sigmas.reserve((obs.size() + 1) * j.dims);
     for (const Params* o : obs) {
-      std::vector<double> mu, sigma;
       for (size_t d = 0; d < params.size(); ++d) {
         const ParamDef& p = *params[d];
         if (p.type == ParamType::kCategorical) {
-          mu.push_back(static_cast<double>(
+          j.mus.push_back(static_cast<double>(
               std::find(p.choices.begin(), p.choices.end(), o->at(p.name)) - p.choices.begin()));
-          sigma.push_back(0);
+          j.sigmas.push_back(0);
           continue;
         }
         double range = j.axes[d].high - j.axes[d].low;
-        mu.push_back(ToAxis(p, o->at(p.name)));
-        sigma.push_back(std::clamp(scott * range, range / std::min(100.0, n + 1), range));
+        j.mus.push_back(ToAxis(p, o->at(p.name)));
+        j.sigmas.push_back(std::clamp(scott * range, range / std::min(100.0, n + 1), range));
       }
-      j.mus.push_back(std::move(mu));
-      j.sigmas.push_back(std::move(sigma));
       j.prior.push_back(false);
     }
-    std::vector<double> mu, sigma;
     for (size_t d = 0; d < params.size(); ++d) {
-      mu.push_back(0.5 * (j.axes[d].low + j.axes[d].high));
-      sigma.push_back(j.axes[d].high - j.axes[d].low);
+      j.mus.push_back(0.5 * (j.axes[d].low + j.axes[d].high));
+      j.sigmas.push_back(j.axes[d].high - j.axes[d].low);
     }
-    j.mus.push_back(std::move(mu));
-    j.sigmas.push_back(std::move(sigma));
     j.prior.push_back(true);
-    for (size_t k = 0; k < j.mus.size(); ++k) {
-      std::vector<double> norms;
-      for (size_t d = 0; d < params.size(); ++d) {
-        double s = j.sigmas[k][d], m = j.mus[k][d];
-        if (params[d]->type == ParamType::kCategorical) {
-          norms.push_back(0);
-          continue;
-        }
-        double mass = Parzen::Phi((j.axes[d].high - m) / s) - Parzen::Phi((j.axes[d].low - m) / s);
-        norms.push_back(-std::log(s * std::sqrt(2 * kPi) * std::max(mass, 1e-12)));
+    j.lognorms.reserve(j.mus.size());
+    for (size_t i = 0; i < j.mus.size(); ++i) {
+      size_t d = i % j.dims;
+      double s = j.sigmas[i], m = j.mus[i];
+      if (params[d]->type == ParamType::kCategorical) {
+        j.lognorms.push_back(0);
+        continue;
       }
-      j.lognorms.push_back(std::move(norms));
+      double mass = Parzen::Phi((j.axes[d].high - m) / s) - Parzen::Phi((j.axes[d].low - m) / s);
+      j.lognorms.push_back(-std::log(s * std::sqrt(2 * kPi) * std::max(mass, 1e-12)));
     }
     return j;
   }
@@ -175,45 +179,45 @@ struct JointParzen {
   // log of kernel k's density at x (one coordinate per parameter).
   double KernelLog(size_t k, const std::vector<double>& x) const {
     double total = 0;
-    for (size_t d = 0; d < params.size(); ++d) {
+    const double* mu = mus.data() + k * dims;
+    const double* sigma = sigmas.data() + k * dims;
+    const double* lognorm = lognorms.data() + k * dims;
+    for (size_t d = 0; d < dims; ++d) {
       const ParamDef& p = *params[d];
       if (p.type == ParamType::kCategorical) {
         double choices = static_cast<double>(p.choices.size());
-        double mass = prior[k] ? 1.0 / choices : (x[d] == mus[k][d] ? 0.5 : 0.0) + 0.5 / choices;
+        double mass = prior[k] ? 1.0 / choices : (x[d] == mu[d] ? 0.5 : 0.0) + 0.5 / choices;
         total += std::log(mass);
         continue;
       }
-      double z = (x[d] - mus[k][d]) / sigmas[k][d];
-      total += -0.5 * z * z + lognorms[k][d];
+      double z = (x[d] - mu[d]) / sigma[d];
+      total += -0.5 * z * z + lognorm[d];
     }
     return total;
   }
 
   double LogPdf(const std::vector<double>& x) const {
-    std::vector<double> logs;
-    for (size_t k = 0; k < mus.size(); ++k) logs.push_back(KernelLog(k, x));
+    logs.resize(kernels());
+    for (size_t k = 0; k < kernels(); ++k) logs[k] = KernelLog(k, x);
     double top = *std::max_element(logs.begin(), logs.end());
     double sum = 0;
     for (double l : logs) sum += std::exp(l - top);
-    return top + std::log(sum / static_cast<double>(mus.size()));
+    return top + std::log(sum / static_cast<double>(kernels()));
   }
 
   std::vector<double> Sample(Rng& rng) const {
-    size_t k = static_cast<size_t>(rng.Below(mus.size()));
+    size_t k = static_cast<size_t>(rng.Below(kernels()));
     std::vector<double> x;
-    for (size_t d = 0; d < params.size(); ++d) {
+    for (size_t d = 0; d < dims; ++d) {
       const ParamDef& p = *params[d];
       if (p.type == ParamType::kCategorical) {
         bool keep = !prior[k] && rng.Uniform() < 0.5;
-        x.push_back(keep ? mus[k][d] : static_cast<double>(rng.Below(p.choices.size())));
+        x.push_back(keep ? mus[k * dims + d] : static_cast<double>(rng.Below(p.choices.size())));
         continue;
       }
-      Parzen one;
-      one.low = axes[d].low;
-      one.high = axes[d].high;
-      one.mus = {mus[k][d]};
-      one.sigmas = {sigmas[k][d]};
-      x.push_back(one.Sample(rng));
+      rng.Below(1);  // as a one-kernel Parzen draws its kernel
+      x.push_back(Parzen::SampleKernel(mus[k * dims + d], sigmas[k * dims + d], axes[d].low,
+                                       axes[d].high, rng));
     }
     return x;
   }
@@ -231,10 +235,12 @@ double ValueAt(const std::vector<std::pair<int64_t, double>>& curve, int64_t ste
 
 std::vector<const HistoryEntry*> TpeSampler::RepeatsLast(std::vector<const HistoryEntry*> ranked) {
   constexpr size_t kSame = 3;  // points that must be equal
-  using Prefix = std::vector<std::pair<int64_t, double>>;
+  using Prefix = std::array<std::pair<int64_t, double>, kSame>;
   auto prefix = [](const HistoryEntry* h) -> std::optional<Prefix> {
     if (h->curve == nullptr || h->curve->size() < kSame) return std::nullopt;
-    return Prefix(h->curve->begin(), h->curve->begin() + kSame);
+    Prefix p;
+    std::copy_n(h->curve->begin(), kSame, p.begin());
+    return p;
   };
   std::map<Prefix, int64_t> first;  // prefix -> the lowest trial number with it
   for (const HistoryEntry* h : ranked) {
@@ -251,11 +257,100 @@ std::vector<const HistoryEntry*> TpeSampler::RepeatsLast(std::vector<const Histo
   return ranked;
 }
 
-std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
+std::vector<const HistoryEntry*> TpeSampler::Modelled(const SuggestRequest& req) {
+  const std::vector<HistoryEntry>& history = *req.history;
+  const size_t n = history.size();
+  std::vector<const HistoryEntry*> out;
+  if (n <= kRecent + kBestEarlier) {
+    out.reserve(n);
+    for (const HistoryEntry& h : history) out.push_back(&h);
+    return out;
+  }
+  const size_t earlier = n - kRecent;
+  // The best of [0, earlier) by a score (lower is better; NaN: not a candidate), kept in a
+  // bounded max-heap so that the scan is one pass.
+  std::vector<size_t> chosen;
+  auto best_by = [&](size_t want, auto score) {
+    std::vector<std::pair<double, size_t>> heap;
+    for (size_t i = 0; i < earlier; ++i) {
+      double v = score(i);
+      if (std::isnan(v)) continue;
+      if (heap.size() < want) {
+        heap.emplace_back(v, i);
+        std::push_heap(heap.begin(), heap.end());
+      } else if (std::make_pair(v, i) < heap.front()) {
+        std::pop_heap(heap.begin(), heap.end());
+        heap.back() = {v, i};
+        std::push_heap(heap.begin(), heap.end());
+      }
+    }
+    for (const auto& [v, i] : heap) chosen.push_back(i);
+  };
+  if (req.MultiObjective()) {
+    const std::vector<Direction>& directions = *req.directions;
+    size_t k = directions.size();
+    for (size_t j = 0; j < k; ++j) {
+      best_by((kBestEarlier + k - 1) / k, [&](size_t i) -> double {
+        const HistoryEntry& h = history[i];
+        if (!h.finished || h.values.size() != k || !std::isfinite(h.values[j])) {
+          return std::numeric_limits<double>::quiet_NaN();
+        }
+        double v = directions[j] == Direction::kMinimize ? h.values[j] : -h.values[j];
+        // Infeasible trials after every feasible one.
+        return h.violation > 0 ? 1e300 + h.violation : v;
+      });
+    }
+  } else {
+    const std::vector<double>* column =
+        req.objectives != nullptr && req.objectives->size() == n ? req.objectives : nullptr;
+    best_by(kBestEarlier, [&](size_t i) {
+      double v = column != nullptr ? (*column)[i] : ObjectiveColumn(history[i]);
+      return req.direction == Direction::kMinimize ? v : -v;
+    });
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  out.reserve(chosen.size() + kRecent);
+  for (size_t i : chosen) out.push_back(&history[i]);
+  for (size_t i = earlier; i < n; ++i) out.push_back(&history[i]);
+  return out;
+}
+
+bool TpeSampler::ModelsAtLeast(const SuggestRequest& req, size_t k) {
+  // Ranked and MultiKnownTrials keep at least half of the trials with a curve (those that reached
+  // the step half of them reached), and every finished trial with an objective where there are
+  // no curves; the most recent trials are always modelled. So 2k recent trials with a curve, or
+  // k finished ones without, settle it without ranking the history.
+  const std::vector<HistoryEntry>& history = *req.history;
+  const size_t width = req.MultiObjective() ? req.directions->size() + 1 : 0;
+  size_t curved = 0, done = 0, looked = 0;
+  for (auto it = history.rbegin(); it != history.rend() && looked < kRecent; ++it, ++looked) {
+    const HistoryEntry& h = *it;
+    if (!req.space->Contains(h.params)) continue;
+    if (h.curve != nullptr) {  // the sweep keeps curves: only those count
+      bool has =
+          !h.curve->empty() &&
+          (width == 0 || (h.vectors != nullptr && h.vectors->size() == h.curve->size() * width));
+      if (has && ++curved >= 2 * k) return true;
+      continue;
+    }
+    bool known =
+        h.finished && (width == 0 ? h.objective && std::isfinite(*h.objective)
+                                  : !h.stopped && h.values.size() == width - 1 &&
+                                        std::all_of(h.values.begin(), h.values.end(),
+                                                    [](double v) { return std::isfinite(v); }));
+    if (known && ++done >= k) return true;
+  }
+  return Learned(req) >= k;
+}
+
+std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req,
+                                                    const std::vector<const HistoryEntry*>& among) {
   // With curves, trials are compared at one step: the furthest that at least half of them reached.
   std::vector<const HistoryEntry*> curved;
   std::vector<int64_t> reached;
-  for (const HistoryEntry& h : *req.history) {
+  for (const HistoryEntry* e : among) {
+    const HistoryEntry& h = *e;
     if (h.curve == nullptr || h.curve->empty() || !req.space->Contains(h.params)) continue;
     curved.push_back(&h);
     reached.push_back(h.curve->back().first);
@@ -288,7 +383,8 @@ std::vector<const HistoryEntry*> TpeSampler::Ranked(const SuggestRequest& req) {
     return RepeatsLast(std::move(ranked));
   }
   // Otherwise finished trials with an objective, best first.
-  for (const HistoryEntry& h : *req.history) {
+  for (const HistoryEntry* e : among) {
+    const HistoryEntry& h = *e;
     if (h.finished && h.objective && std::isfinite(*h.objective) && req.space->Contains(h.params)) {
       out.push_back(&h);
     }
@@ -304,7 +400,8 @@ size_t TpeSampler::Good(size_t n) {
       std::min<size_t>(static_cast<size_t>(std::ceil(0.1 * static_cast<double>(n))), 25), 1);
 }
 
-TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req) {
+TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req,
+                                                    const std::vector<const HistoryEntry*>& among) {
   const std::vector<Direction>& directions = *req.directions;
   const size_t width = directions.size() + 1;  // a point's values and violation
   // With curves, trials are compared at one step (as with one objective): the furthest that at
@@ -315,7 +412,8 @@ TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req) {
   Points& points = known.points;
   points.k = directions.size();
   std::vector<int64_t> reached;
-  for (const HistoryEntry& h : *req.history) {
+  for (const HistoryEntry* e : among) {
+    const HistoryEntry& h = *e;
     if (h.vectors != nullptr && h.curve != nullptr && !h.curve->empty() &&
         h.vectors->size() == h.curve->size() * width && req.space->Contains(h.params)) {
       reached.push_back(h.curve->back().first);
@@ -326,7 +424,8 @@ TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req) {
     std::nth_element(reached.begin(), reached.begin() + static_cast<ptrdiff_t>(half), reached.end(),
                      std::greater<>());
     int64_t step = reached[half];
-    for (const HistoryEntry& h : *req.history) {
+    for (const HistoryEntry* e : among) {
+      const HistoryEntry& h = *e;
       if (h.vectors == nullptr || h.curve == nullptr || h.curve->empty() ||
           h.vectors->size() != h.curve->size() * width || !req.space->Contains(h.params)) {
         continue;
@@ -342,16 +441,18 @@ TpeSampler::MultiKnown TpeSampler::MultiKnownTrials(const SuggestRequest& req) {
       entries.push_back(&h);
     }
   } else {
-    points = CompletedPoints(req, entries);
-    for (const HistoryEntry& h : *req.history) {
+    points = CompletedPoints(req, among, entries);
+    for (const HistoryEntry* e : among) {
+      const HistoryEntry& h = *e;
       if (h.finished && h.stopped && req.space->Contains(h.params)) behind.push_back(&h);
     }
   }
   return known;
 }
 
-std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& req) {
-  MultiKnown known = MultiKnownTrials(req);
+std::vector<const HistoryEntry*> TpeSampler::MultiRanked(
+    const SuggestRequest& req, const std::vector<const HistoryEntry*>& among) {
+  MultiKnown known = MultiKnownTrials(req, among);
   std::vector<const HistoryEntry*>&entries = known.entries, &behind = known.behind;
   const Points& points = known.points;
   auto got = [](const HistoryEntry* h) {
@@ -405,7 +506,9 @@ std::vector<const HistoryEntry*> TpeSampler::MultiRanked(const SuggestRequest& r
 
 absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& req) const {
   Rng rng(req.seed, static_cast<uint64_t>(req.trial_number));
-  std::vector<const HistoryEntry*> done = req.MultiObjective() ? MultiRanked(req) : Ranked(req);
+  std::vector<const HistoryEntry*> among = Modelled(req);
+  std::vector<const HistoryEntry*> done =
+      req.MultiObjective() ? MultiRanked(req, among) : Ranked(req, among);
   if (static_cast<int>(done.size()) < options_.startup_trials) {
     Params out;
     for (const ParamDef& p : req.space->params) out[p.name] = RandomSampler::Draw(p, rng);
@@ -439,7 +542,7 @@ absl::StatusOr<std::optional<Params>> TpeSampler::Suggest(const SuggestRequest& 
     std::set<Params> ran;
     if (std::all_of(params.begin(), params.end(),
                     [](const ParamDef* p) { return p->Cardinality().has_value(); })) {
-      for (const HistoryEntry& h : *req.history) ran.insert(h.params);
+      for (const HistoryEntry* h : among) ran.insert(h->params);
     }
     if (ran.empty()) {
       std::vector<double> best_x;

@@ -9,7 +9,9 @@
 // parameter, its kernel width the gap to the neighbouring observations. Numeric parameters are
 // modelled in log space for log parameters; categoricals with smoothed counts / kernels.
 //
-// Which trials, ranked how: when the history carries curves (the sweep has a stopper), every
+// Which trials, ranked how: up to 1,000 trials, all of them; past that the 900 most recent and
+// the 100 best of the others (Modelled), so that a suggestion costs the same at 1,000 trials as at
+// 100,000. When the history carries curves (the sweep has a stopper), every
 // trial that has reported, running or not, compared at the furthest step at least half of them
 // reached; else the finished trials by their objective.
 //
@@ -29,7 +31,7 @@
 // new, and counted as good it would draw the search back to the same place again and again.
 //
 // In a space of finitely many configurations (every parameter categorical, int or stepped),
-// multivariate TPE passes over draws that are configurations the sweep ran already, while
+// multivariate TPE passes over draws that are configurations among the modelled trials, while
 // fresh ones turn up among up to 10x `candidates` draws: a repeat would tell it nothing.
 //
 // Deterministic in (seed, trial number, history); no state.
@@ -54,25 +56,38 @@ class TpeSampler final : public Sampler {
   // How many trials the model would learn from for this request (below startup_trials: the
   // suggestion is a random draw).
   static size_t Learned(const SuggestRequest& req) {
+    std::vector<const HistoryEntry*> among = Modelled(req);
     if (req.MultiObjective()) {
-      MultiKnown known = MultiKnownTrials(req);
+      MultiKnown known = MultiKnownTrials(req, among);
       return known.entries.size() + known.behind.size();
     }
-    return Ranked(req).size();
+    return Ranked(req, among).size();
   }
+  // Whether Learned(req) >= k, mostly from the last few trials (cheap in a long sweep).
+  static bool ModelsAtLeast(const SuggestRequest& req, size_t k);
+  // At most this many trials are modelled (see Modelled).
+  static constexpr size_t kRecent = 900, kBestEarlier = 100;
+  // The trials the model is fitted on, in history order: all of them up to kRecent +
+  // kBestEarlier; past that, the kRecent most recent and the kBestEarlier best of the others
+  // (by their final objective; with several objectives, the best by each in turn, feasible
+  // first), so that a suggestion's cost stays bounded however long the sweep.
+  static std::vector<const HistoryEntry*> Modelled(const SuggestRequest& req);
   const TpeOptions& options() const { return options_; }
 
  private:
   // The trials the model learns from, best first (see above).
-  static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req);
-  static std::vector<const HistoryEntry*> MultiRanked(const SuggestRequest& req);
+  static std::vector<const HistoryEntry*> Ranked(const SuggestRequest& req,
+                                                 const std::vector<const HistoryEntry*>& among);
+  static std::vector<const HistoryEntry*> MultiRanked(
+      const SuggestRequest& req, const std::vector<const HistoryEntry*>& among);
   // The trials MultiRanked ranks, unranked: those compared at one step (or that ran to their
   // end), their points, and those that ended short of it.
   struct MultiKnown {
     std::vector<const HistoryEntry*> entries, behind;
     Points points;
   };
-  static MultiKnown MultiKnownTrials(const SuggestRequest& req);
+  static MultiKnown MultiKnownTrials(const SuggestRequest& req,
+                                     const std::vector<const HistoryEntry*>& among);
   // `ranked` with the trials that repeat an earlier one's curve (see above) moved to its end.
   static std::vector<const HistoryEntry*> RepeatsLast(std::vector<const HistoryEntry*> ranked);
   // How many of n ranked trials are the good ones.

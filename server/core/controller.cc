@@ -36,6 +36,7 @@ Controller::Controller(Options options, Store& store, backend::Backend& backend,
           store, clock, options.tick,
           {[this] { lifecycle_.Tick(); }, [this](const absl::Status& commit) { Committed(commit); },
            [this](double seconds) { telemetry_->ObserveBatch(seconds); }}) {
+  lifecycle_.set_more_to_schedule([this] { loop_.Wake(); });
   lifecycle_.set_late_reports(
       [this](Sweep& sweep, TrialRuntime& trial, const std::vector<JournalEntry>& entries,
              bool running) { intake_.Late(sweep, trial, entries, running); });

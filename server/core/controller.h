@@ -134,7 +134,18 @@ class Controller {
     return answer.get();
   }
   // Tests in virtual time: runs the queued work and one tick on the calling thread.
-  void RunOnce() { loop_.RunOnce(); }
+  // When new trials took more than their slice of a batch (Options::suggest_slice), the
+  // batches that make the rest follow at once, as they do in the daemon's loop.
+  void RunOnce() {
+    while (RunOneBatch()) {
+    }
+  }
+  // One batch; true when it left trials to make in a batch to come at once (benchmarks that
+  // time each batch).
+  bool RunOneBatch() {
+    loop_.RunOnce();
+    return lifecycle_.LeftOver();
+  }
 
   // --- controller thread only ---
   // Every verb, reading or changing, takes what the gate allowed (Allow) and acts only within

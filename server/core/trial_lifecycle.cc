@@ -40,8 +40,18 @@ void TrialLifecycle::Tick() {
   PollFiles();
   EnforceStops();
   CatchHung();
-  for (auto& [id, sweep] : table_.sweeps()) {
-    if (!sweep->Final()) Schedule(*sweep);
+  // Every sweep schedules; the one after the sweep that last ran out of the suggestion slice
+  // goes first, so that one large sweep does not hold the others' new trials back.
+  suggesting_ = absl::ZeroDuration();
+  suggested_ = 0;
+  auto& sweeps = table_.sweeps();
+  auto first = sweeps.upper_bound(resume_after_);
+  resume_after_ = 0;
+  for (auto it = first; it != sweeps.end(); ++it) {
+    if (!it->second->Final()) Schedule(*it->second);
+  }
+  for (auto it = sweeps.begin(); it != first; ++it) {
+    if (!it->second->Final()) Schedule(*it->second);
   }
   FlushProgress();
 }

@@ -47,6 +47,11 @@ class TrialLifecycle {
     std::string hpo_bin_dir;  // put first on trials' PATH (where `hpo` is)
     unsigned umask = 077;     // HPO_UMASK for trials started elsewhere (layout.h)
     absl::Duration progress_interval = absl::Milliseconds(500);
+    // New trials are suggested for at most this much CPU time per batch (at least one is); what
+    // is left is made in the next batch, which the controller runs at once (its loop is woken),
+    // so that reports waiting for the controller are taken in between however long suggestions
+    // take.
+    absl::Duration suggest_slice = absl::Milliseconds(20);
   };
   TrialLifecycle(Options options, SweepTable& table, Store& store, backend::Backend& backend,
                  TrialFiles& files, EventPublisher& events, const Clock& clock);
@@ -60,6 +65,10 @@ class TrialLifecycle {
   using LateReports =
       std::function<void(Sweep&, TrialRuntime&, const std::vector<JournalEntry>&, bool running)>;
   void set_late_reports(LateReports late) { late_reports_ = std::move(late); }
+  // Asks for the next batch at once when a tick ran out of its suggestion slice.
+  void set_more_to_schedule(std::function<void()> more) { more_ = std::move(more); }
+  // Whether the last tick left trials to make for lack of time.
+  bool LeftOver() const { return resume_after_ != 0; }
   const Options& options() const { return options_; }
   // False while the store or the sweeps file system cannot be written.
   bool Writable() const;
@@ -220,6 +229,10 @@ class TrialLifecycle {
   std::map<std::string, std::pair<int64_t, int64_t>> dir_requests_;  // dir -> (sweep, number)
   std::map<int64_t, backend::BackendEvent> journal_waits_;  // ends waiting for their journal
   LateReports late_reports_;
+  std::function<void()> more_;
+  absl::Duration suggesting_;  // CPU time spent suggesting since this batch's tick began
+  int suggested_ = 0;          // ... and how many suggestions
+  int64_t resume_after_ = 0;   // the sweep whose suggestions ran out of the slice last
 };
 
 }  // namespace hpo::server

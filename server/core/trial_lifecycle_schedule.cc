@@ -1,5 +1,7 @@
 // TrialLifecycle, scheduling: what fits starts (backfill), new trials are made up to the
 // budget and the concurrency, the hour budgets and allocations are kept, and the launch spec.
+#include <time.h>
+
 #include <algorithm>
 #include <deque>
 
@@ -77,6 +79,11 @@ void TrialLifecycle::Schedule(Sweep& sweep) {
   smallest.needs = Needs(sweep);
   while (sweep.active() < spec.budget.max_concurrent && sweep.preparing() == 0 &&
          backend_.CanLaunch(sweep.rec.id, smallest, spec.placement)) {
+    if (suggested_ > 0 && suggesting_ >= options_.suggest_slice) {  // the rest in the next batch
+      if (resume_after_ == 0) resume_after_ = sweep.rec.id;
+      if (more_) more_();
+      return;
+    }
     if (!CreateTrial(sweep)) break;
   }
   if (!sweep.MoreToCreate() && sweep.active() == 0) {
@@ -141,7 +148,12 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
     algorithms::SuggestRequest req = sweep.NextRequest();
     algorithms::SuggestOutput output;
     req.output = &output;
+    timespec cpu0{}, cpu1{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
     absl::StatusOr<std::optional<algorithms::Params>> params = sweep.plan.sampler->Suggest(req);
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    suggesting_ += absl::DurationFromTimespec(cpu1) - absl::DurationFromTimespec(cpu0);
+    ++suggested_;
     if (!params.ok()) {
       BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
                   absl::StrCat("the sampler failed: ", params.status().message()));

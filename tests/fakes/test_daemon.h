@@ -31,6 +31,7 @@ class TestDaemon {
     absl::Time start = absl::FromUnixSeconds(1'700'000'000);
     absl::Duration tick = absl::Milliseconds(50);
     absl::Duration progress_interval = absl::Milliseconds(500);
+    absl::Duration suggest_slice = absl::Milliseconds(20);  // the controller's (Options)
     std::string vfs;  // the store's SQLite VFS ("": the default)
     std::string dir_prefix = "hpo-test";
     // The versions of the sweep-file defaults the daemon knows (empty: hpod's own); a test

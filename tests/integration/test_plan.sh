@@ -44,9 +44,12 @@ hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete"
 hpo show "$id" | has -E "^plan: trials 6, GPU-hours 0, wall time 4.5s; used: trials 6, GPU-hours 0, wall time [0-9.]+s$" \
   || fail "hpo show: $(hpo show "$id")"
 # What the plan said against what the sweep used: the wall time within a factor of 2 (each step
-# also pays for a report and a process start).
+# also pays for a report and a process start), or, where a loaded machine made the trials
+# themselves slower than their 5 x 0.3 s, within 2x of three rounds of the trials' own length.
 used=$(sql "SELECT CAST(ROUND(ended_at - created_at) AS INTEGER) FROM sweeps WHERE id=$id")
-[ "$used" -ge 3 ] && [ "$used" -le 9 ] || fail "planned 4.5 s, used $used s"
+trial_s=$(sql "SELECT AVG(ended_at - started_at) FROM trials WHERE sweep_id=$id")
+[ "$used" -ge 3 ] && awk -v u="$used" -v t="$trial_s" 'BEGIN { exit !(u <= 9 || u <= 2 * 3 * t) }' \
+  || fail "planned 4.5 s, used $used s (a trial took ${trial_s} s on average)"
 pass "hpo plan from the file's plan: 6 trials, 30 steps, 4.5 s of wall time; the sweep used ${used} s, shown side by side"
 
 hpo plan "$WORK/bare.yaml" --like "$id" >"$WORK/like.txt" || fail "hpo plan --like: $(cat "$WORK/like.txt")"

@@ -207,3 +207,128 @@ TEST(Tpe, RunsNoConfigurationTwiceInAFiniteSpace) {
 
 }  // namespace
 }  // namespace hpo::algorithms
+
+namespace hpo::algorithms {
+namespace {
+
+// A history of n finished trials on one float parameter x1, trial i scoring `score(i)`.
+template <typename Score>
+std::vector<HistoryEntry> Scored(int n, Score score) {
+  std::vector<HistoryEntry> history;
+  for (int i = 0; i < n; ++i) {
+    Params p;
+    p["x1"] = static_cast<double>(i % 1000) / 1000.0;
+    history.push_back({i, p, true, score(i)});
+  }
+  return history;
+}
+
+std::set<int64_t> Numbers(const std::vector<const HistoryEntry*>& entries) {
+  std::set<int64_t> out;
+  for (const HistoryEntry* h : entries) out.insert(h->number);
+  return out;
+}
+
+// Up to 1,000 trials TPE models them all; past that the 900 most recent and the 100 best of the
+// others, in history order, whichever way the objective goes.
+TEST(Tpe, ModelsTheRecentTrialsAndTheBestOfTheOthersPastAThousand) {
+  SearchSpace space = Box({{0, 1}});
+  auto small = Scored(1000, [](int i) { return static_cast<double>(i); });
+  SuggestRequest req{&space, &small, 1000, 1, Direction::kMinimize};
+  EXPECT_EQ(TpeSampler::Modelled(req).size(), 1000u);
+  // 5,000 trials; the best ones (lowest score) are every 40th of the first 4,100.
+  auto big = Scored(5000, [](int i) { return i < 4100 && i % 40 == 0 ? -1.0 * i : 1.0 * i; });
+  for (Direction direction : {Direction::kMinimize, Direction::kMaximize}) {
+    if (direction == Direction::kMaximize) {
+      for (HistoryEntry& h : big) h.objective = -*h.objective;
+    }
+    req = SuggestRequest{&space, &big, 5000, 1, direction};
+    std::vector<const HistoryEntry*> modelled = TpeSampler::Modelled(req);
+    ASSERT_EQ(modelled.size(), 1000u);
+    std::set<int64_t> want;
+    for (int i = 0; i < 4100; i += 40) want.insert(i);  // 103 of them: the best 100 are kept
+    want.erase(0), want.erase(40), want.erase(80);
+    for (int i = 4100; i < 5000; ++i) want.insert(i);
+    EXPECT_EQ(Numbers(modelled), want);
+    EXPECT_TRUE(std::is_sorted(modelled.begin(), modelled.end(),
+                               [](auto* a, auto* b) { return a->number < b->number; }));
+  }
+  // Unfinished or without an objective: never among the best.
+  for (HistoryEntry& h : big) h.finished = h.number % 80 != 0;
+  req = SuggestRequest{&space, &big, 5000, 1, Direction::kMaximize};
+  for (const HistoryEntry* h : TpeSampler::Modelled(req)) {
+    EXPECT_TRUE(h->number >= 4100 || h->finished) << h->number;
+  }
+}
+
+// With two objectives, the best of the earlier trials by each objective in turn, feasible first.
+TEST(Tpe, ModelsTheBestOfEachObjectivePastAThousand) {
+  SearchSpace space = Box({{0, 1}});
+  auto history = Scored(3000, [](int) { return 0.0; });
+  for (HistoryEntry& h : history) {
+    double i = static_cast<double>(h.number);
+    h.values = {i, -i};  // the first objective is best early, the second late
+  }
+  history[5].violation = 1;  // infeasible: after every feasible trial
+  const std::vector<Direction> two = {Direction::kMinimize, Direction::kMinimize};
+  SuggestRequest req{&space, &history, 3000, 1, Direction::kMinimize};
+  req.directions = &two;
+  std::set<int64_t> got = Numbers(TpeSampler::Modelled(req)), want;
+  for (int i = 0; i < 51; ++i) want.insert(i == 5 ? 50 : i);  // the 50 lowest feasible
+  for (int i = 2050; i < 3000; ++i) want.insert(i);  // the 50 highest of the earlier, the recent
+  EXPECT_EQ(got, want);
+}
+
+// A long sweep whose best trials came early still proposes near them: the model keeps them.
+// Trials 0..999 found the bowl at x1 = 0.2; the 20,000 after them were poorer, best near 0.8
+// (a window of recent trials alone proposes there).
+TEST(Tpe, ALongSweepStillLearnsFromItsEarlyBest) {
+  SearchSpace space = Box({{0, 1}});
+  std::vector<HistoryEntry> history;
+  for (int i = 0; i < 21000; ++i) {
+    Params p;
+    double x = ((i * 7919) % 1000) / 1000.0;
+    p["x1"] = x;
+    history.push_back({i, p, true, i < 1000 ? (x - 0.2) * (x - 0.2) : 1.0 + std::abs(x - 0.8)});
+  }
+  TpeSampler tpe({10, 24, true});
+  double median = MedianProposal(tpe, space, history);
+  EXPECT_LT(std::abs(median - 0.2), 0.15) << median;
+  std::vector<HistoryEntry> later(history.begin() + 1000, history.end());
+  for (size_t i = 0; i < later.size(); ++i) later[i].number = static_cast<int64_t>(i);
+  EXPECT_GT(MedianProposal(tpe, space, later), 0.6);  // the same trials without the early ones
+}
+
+// What `auto` says it does (random draws, or modelling) comes from the last few trials in a long
+// sweep; it agrees with counting the trials the model learns from.
+TEST(Tpe, ModelsAtLeastAgreesWithTheTrialsLearnedFrom) {
+  SearchSpace space = Box({{0, 1}});
+  std::vector<std::vector<std::pair<int64_t, double>>> curves(3000);
+  for (bool with_curves : {false, true}) {
+    for (int n : {0, 5, 12, 30, 3000}) {
+      std::vector<HistoryEntry> history;
+      for (int i = 0; i < n; ++i) {
+        Params p;
+        p["x1"] = (i % 97) / 97.0;
+        // Every third trial still runs; curves of 1 to 4 steps.
+        bool finished = i % 3 != 0;
+        history.push_back({i, p, finished, finished ? std::optional<double>(i % 7) : std::nullopt});
+        if (with_curves) {
+          curves[static_cast<size_t>(i)].clear();
+          for (int s = 1; s <= 1 + i % 4; ++s)
+            curves[static_cast<size_t>(i)].push_back({s, 1.0 * s});
+          history.back().curve = &curves[static_cast<size_t>(i)];
+        }
+      }
+      SuggestRequest req{&space, &history, n, 1, Direction::kMinimize};
+      size_t learned = TpeSampler::Learned(req);
+      for (size_t k : {1u, 4u, 10u, 11u, 25u}) {
+        EXPECT_EQ(TpeSampler::ModelsAtLeast(req, k), learned >= k)
+            << n << " trials, curves " << with_curves << ", k " << k << ", learned " << learned;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hpo::algorithms

@@ -119,6 +119,34 @@ TEST_F(ControllerTest, RunsTheBudgetWithinConcurrency) {
   }
 }
 
+// New trials take at most their slice of a batch's CPU time (here none: one suggestion per
+// batch); the rest are made in the batches that follow at once (work posted meanwhile goes in
+// them), the sweeps taking turns.
+TEST_F(ControllerTest, SuggestionsTakeTheirSliceOfABatchAndSweepsTakeTurns) {
+  fakes::TestDaemon::Options o;
+  o.suggest_slice = absl::ZeroDuration();
+  daemon_ = std::make_unique<fakes::TestDaemon>(o);
+  int64_t a = Submit(Spec(3, 3)), b = Submit(Spec(3, 3));
+  auto made = [&](int64_t id) { return static_cast<int>(Trials(id).size()); };
+  int batches = 0;
+  for (bool more = true; more; ++batches) {
+    int before = made(a) + made(b);
+    more = controller().RunOneBatch();
+    EXPECT_LE(made(a) + made(b) - before, 1) << "batch " << batches;
+    EXPECT_LE(std::abs(made(a) - made(b)), 1) << "batch " << batches;
+    ASSERT_LT(batches, 20);
+  }
+  EXPECT_EQ(made(a), 3);
+  EXPECT_EQ(made(b), 3);
+  EXPECT_GE(batches, 4);
+  // With the default slice, cheap suggestions all fit in one batch.
+  daemon_ = std::make_unique<fakes::TestDaemon>();
+  a = Submit(Spec(3, 3));
+  b = Submit(Spec(3, 3));
+  EXPECT_FALSE(controller().RunOneBatch());
+  EXPECT_EQ(made(a) + made(b), 6);
+}
+
 TEST_F(ControllerTest, ReportsDecideTheObjectiveAndTheBest) {
   script_ = [](const LaunchSpec&) {
     SimulatedFate f;
