@@ -35,6 +35,31 @@
 
 namespace hpo::server {
 
+// The last N values added (the oldest overwritten), in no particular order. It holds no memory
+// until the first and after Release (a std::deque holds a block even empty, and 100,000 ended
+// trials would keep one each).
+template <typename T, size_t N>
+class Recent {
+ public:
+  void Add(T value) {
+    if (values_.size() < N) {
+      values_.push_back(std::move(value));
+    } else {
+      values_[next_] = std::move(value);
+      next_ = (next_ + 1) % N;
+    }
+  }
+  const std::vector<T>& values() const { return values_; }
+  void Release() {
+    std::vector<T>().swap(values_);
+    next_ = 0;
+  }
+
+ private:
+  std::vector<T> values_;
+  size_t next_ = 0;  // where the next value goes once full
+};
+
 struct TrialRuntime {
   TrialRecord rec;
   bool progress_dirty = false;  // reported since last saved
@@ -50,41 +75,36 @@ struct TrialRuntime {
   // daemon went away), and is not stored twice.
   std::optional<ReportRecord> last_report;
   // The ids of the trial's last reports and the steps they were stored under (at most
-  // kRecentReports, oldest first): a report sent again from a trial's journal whose cursor fell
-  // behind (it could not be written) is known by its id, and stored no second time.
+  // kRecentReports): a report sent again from a trial's journal whose cursor fell behind (it
+  // could not be written) is known by its id, and stored no second time.
   static constexpr size_t kRecentReports = 256;
-  std::deque<std::pair<int64_t, int64_t>> recent_reports;
+  Recent<std::pair<int64_t, int64_t>, kRecentReports> recent_reports;
   void NoteReport(int64_t report_id, int64_t step) {
-    if (report_id == 0) return;
-    if (recent_reports.size() == kRecentReports) recent_reports.pop_front();
-    recent_reports.emplace_back(report_id, step);
+    if (report_id != 0) recent_reports.Add({report_id, step});
   }
   // The step a report with this id was stored under, if it is among the recent ones.
   std::optional<int64_t> StoredStep(int64_t report_id) const {
     if (report_id == 0) return std::nullopt;
-    for (auto it = recent_reports.rbegin(); it != recent_reports.rend(); ++it) {
-      if (it->first == report_id) return it->second;
+    for (const auto& [id, step] : recent_reports.values()) {
+      if (id == report_id) return step;
     }
     return std::nullopt;
   }
   // The pace of its reports, for the hang watchdog (TrialLifecycle::CatchHung): when the latest
-  // was made, and the intervals between the latest ones, oldest first.
+  // was made, and the intervals between the latest ones.
   struct Pace {
     static constexpr size_t kGaps = 32;
     absl::Time last = absl::InfinitePast();
-    std::deque<absl::Duration> gaps;
+    Recent<absl::Duration, kGaps> gaps;
     void Note(absl::Time at) {
       if (at <= last) return;  // an older report, forwarded late
-      if (last != absl::InfinitePast()) {
-        gaps.push_back(at - last);
-        if (gaps.size() > kGaps) gaps.pop_front();
-      }
+      if (last != absl::InfinitePast()) gaps.Add(at - last);
       last = at;
     }
     // The median interval, or nullopt before the second report.
     std::optional<absl::Duration> Median() const {
-      if (gaps.empty()) return std::nullopt;
-      std::vector<absl::Duration> sorted(gaps.begin(), gaps.end());
+      if (gaps.values().empty()) return std::nullopt;
+      std::vector<absl::Duration> sorted = gaps.values();
       std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
       return sorted[sorted.size() / 2];
     }

@@ -154,7 +154,8 @@ void TrialLifecycle::EndTrial(Sweep& sweep, TrialRuntime& trial, v1::TrialState 
   TrialRecord& rec = trial.rec;
   rec.state = state;
   rec.message = std::move(message);
-  std::deque<std::pair<int64_t, int64_t>>().swap(trial.recent_reports);  // no more reports
+  trial.recent_reports.Release();  // no more reports
+  trial.pace.gaps.Release();       // nor a watchdog
   rec.ended_at = clock_.Now();
   if (std::optional<absl::Time> start = SegmentStart(rec)) {
     rec.gpu_seconds += sweep.SegmentGpuSeconds(rec, *start, *rec.ended_at);

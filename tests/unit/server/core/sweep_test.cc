@@ -214,5 +214,29 @@ TEST(Sweep, AnAllocationThatEndedStaysEnded) {
   EXPECT_EQ(sweep->allocations().at("slurm:1").ended_at, kT0 + absl::Hours(1));
 }
 
+// A trial knows its last 256 report ids and its last 32 report intervals; an ended trial keeps
+// no memory for them.
+TEST(TrialRuntime, KnowsItsRecentReportsAndPaceAndReleasesThem) {
+  TrialRuntime t;
+  for (int64_t id = 1; id <= 300; ++id) t.NoteReport(id, id * 10);
+  EXPECT_EQ(t.StoredStep(44), std::nullopt);  // overwritten
+  EXPECT_EQ(t.StoredStep(45), 450);
+  EXPECT_EQ(t.StoredStep(300), 3000);
+  EXPECT_EQ(t.StoredStep(0), std::nullopt);
+  EXPECT_EQ(t.recent_reports.values().size(), TrialRuntime::kRecentReports);
+  // Intervals: 40 of 1 s, then 20 of 5 s: the median of the last 32 (12 of 1 s, 20 of 5 s).
+  absl::Time at = absl::FromUnixSeconds(1'700'000'000);
+  t.pace.Note(at);
+  for (int i = 0; i < 40; ++i) t.pace.Note(at += absl::Seconds(1));
+  EXPECT_EQ(t.pace.Median(), absl::Seconds(1));
+  for (int i = 0; i < 20; ++i) t.pace.Note(at += absl::Seconds(5));
+  EXPECT_EQ(t.pace.Median(), absl::Seconds(5));
+  t.recent_reports.Release();
+  t.pace.gaps.Release();
+  EXPECT_EQ(t.StoredStep(300), std::nullopt);
+  EXPECT_EQ(t.recent_reports.values().capacity(), 0u);
+  EXPECT_EQ(t.pace.Median(), std::nullopt);
+}
+
 }  // namespace
 }  // namespace hpo::server
