@@ -33,45 +33,13 @@
 
 #include "backend/shim_signals.h"
 #include "common/layout.h"
+#include "common/process_group.h"
 
 namespace {
 
 volatile sig_atomic_t g_received = 0;  // the last signal that came to the shim (and its group)
 
 void Note(int sig) { g_received = sig; }
-
-// Whether a process other than the shim, and not a zombie, is in the shim's process group.
-bool GroupHasOthers() {
-  const pid_t self = ::getpid(), group = ::getpgrp();
-  DIR* d = ::opendir("/proc");
-  if (d == nullptr) return false;
-  bool found = false;
-  while (const dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0 || pid == self) continue;
-    char path[64], buf[512];
-    std::snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    // "pid (comm) state ppid pgrp ...": comm may hold anything, so parse after its last ')'.
-    const char* rest = std::strrchr(buf, ')');
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (rest == nullptr || std::sscanf(rest + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
-      continue;
-    if (pgrp == group && state != 'Z' && state != 'X') {
-      found = true;
-      break;
-    }
-  }
-  ::closedir(d);
-  return found;
-}
 
 bool WriteAll(int fd, const std::string& s) {
   size_t off = 0;
@@ -205,7 +173,7 @@ int main(int argc, char** argv) {
     // The signal came to the group: what the first process ran got it too, and is given the time
     // it takes (hpod ends the group when the signal's grace is over).
     if (sig == g_received) {
-      while (GroupHasOthers()) ::usleep(100 * 1000);
+      while (hpo::ProcessGroupHasOthers(::getpgrp(), ::getpid())) ::usleep(100 * 1000);
     }
     WriteSmallFile(dir.shim_exit(), "signal " + std::to_string(sig) + segment + "\n");
     // End by the same signal; the command already dumped core if it was going to.

@@ -28,6 +28,7 @@
 #include "client/trial_reporter.h"
 #include "common/files.h"
 #include "common/fom_regex.h"
+#include "common/process_group.h"
 #include "common/report_journal.h"
 
 namespace hpo::client::cli {
@@ -234,19 +235,17 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
 // HPO_REPORT_WAIT when set; the trial's sender delivers the rest. The
 // sender is `hpo report --deliver`, a process of its own that `hpo report` starts when none runs
 // (it holds reports.sender locked while it does): it sends the journal's backlog to hpod in
-// batches, waits as TrialReporter says while hpod does not answer, lingers a little for more, and
-// ends when nothing waits. hpod's answer that the trial should stop goes into reports.stop, and the
-// trial's next `hpo report` exits 10 with it. A report the journal cannot take (a full disk) is
-// kept in memory, with a warning: hpod's answer is waited for, and what hpod did not take goes to
-// a sender of its own; the trial goes on.
+// batches, waits as TrialReporter says while hpod does not answer, and ends as soon as nothing
+// waits or its trial has ended (no other process is left in its process group). hpod's answer that
+// the trial should stop goes into reports.stop, and the trial's next `hpo report` exits 10 with it.
+// A report the journal cannot take (a full disk) is kept in memory, with a warning: hpod's answer
+// is waited for, and what hpod did not take goes to a sender of its own; the trial goes on.
 
 namespace {
 
 constexpr char kSenderLock[] = "reports.sender";
 constexpr char kStopFile[] = "reports.stop";
 constexpr char kSenderLog[] = "reports.sender.log";
-// A sender with nothing to send waits this long for more before it ends.
-constexpr absl::Duration kLinger = absl::Seconds(2);
 // A sender that has not reached hpod for this long ends; the next report starts another, and
 // hpod reads the journal when the trial ends.
 constexpr absl::Duration kGiveUp = absl::Minutes(10);
@@ -265,8 +264,8 @@ void StartSender(const std::vector<std::string>& lines) {
   argv.push_back(nullptr);
   // What the sender says goes to a file of its own in the trial's directory, not to the trial's
   // stderr: a process that holds a Slurm step's output open keeps the step (and its GPUs) from
-  // ending until it exits, and a sender lingers after its trial. A file that cannot be made (a
-  // full disk) leaves it unsaid.
+  // ending until it exits, and a sender may outlive its trial by a moment. A file that cannot be
+  // made (a full disk) leaves it unsaid.
   std::string log = TrialFile(kSenderLog);
   int err = log.empty() ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   posix_spawn_file_actions_t actions;
@@ -428,6 +427,19 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
   ::_exit(rc);
 }
 
+namespace {
+
+// Whether the trial the sender delivers for still runs: another process is in the sender's process
+// group, which is the trial's (a Slurm task's, or hpo-shim's for a trial hpod starts). A sender
+// that outlived its trial would keep the trial's Slurm step, and its GPUs, from ending; what it
+// did not send waits in the journal, which hpod reads as it ends the trial. Reports no journal
+// keeps (`lines`) exist nowhere else, and their sender goes on as long as it would otherwise.
+bool TrialRuns(const std::vector<std::string>& lines) {
+  return !lines.empty() || ProcessGroupHasOthers(::getpgrp(), ::getpid());
+}
+
+}  // namespace
+
 int DeliverReports(const std::vector<std::string>& lines) {
   auto reporter = client::TrialReporter::FromEnvironment();
   if (!reporter.ok()) return Fail(reporter.status());
@@ -439,7 +451,7 @@ int DeliverReports(const std::vector<std::string>& lines) {
     std::vector<JournalEntry> parsed = ParseJournal(line + "\n", 0);
     for (JournalEntry& e : parsed) r.Keep(std::move(e));
   }
-  absl::Time reached = absl::Now(), idle_since = absl::Now();
+  absl::Time reached = absl::Now();
   std::string said;
   while (true) {
     if (lines.empty()) r.Refresh();
@@ -462,20 +474,22 @@ int DeliverReports(const std::vector<std::string>& lines) {
     if (d->stop) (void)WriteFileAtomic(TrialFile(kStopFile), d->reason + "\n");
     absl::Time now = absl::Now();
     if (d->pending == 0) {
+      // Nothing waits: it ends at once (a process left in a Slurm step when its trial ends holds
+      // the step, and its GPUs, until Slurm kills it), unless a report came in while it let go
+      // of the lock and no other sender took it.
       if (!lines.empty()) return 0;
-      if (now - idle_since >= kLinger) {
-        // Ends, unless a report came in while it let go of the lock.
-        ::flock(lock_fd, LOCK_UN);
-        r.Refresh();
-        if (r.pending() == 0 || SenderRuns(lock_path, /*take=*/false, &lock_fd)) return 0;
-        if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return 0;
-        idle_since = now;
-        continue;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
+      ::flock(lock_fd, LOCK_UN);
+      r.Refresh();
+      if (r.pending() == 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return 0;
       continue;
     }
-    idle_since = now;
+    if (!TrialRuns(lines)) {
+      std::fprintf(stderr,
+                   "hpo report: the trial ended; %d report(s) wait in %s (hpod reads them as it "
+                   "ends the trial)\n",
+                   d->pending, r.journal_path().c_str());
+      return 0;
+    }
     if (now - reached >= kGiveUp) {
       std::fprintf(stderr,
                    "hpo report: hpod not reached for %s; %d report(s) wait in %s (hpod reads "
@@ -483,7 +497,12 @@ int DeliverReports(const std::vector<std::string>& lines) {
                    absl::FormatDuration(kGiveUp).c_str(), d->pending, r.journal_path().c_str());
       return 0;
     }
-    absl::SleepFor(std::clamp(r.retry_after() - now, absl::Milliseconds(50), absl::Seconds(30)));
+    // Waits for the next try, looking now and then whether the trial still runs.
+    absl::Time next =
+        now + std::clamp(r.retry_after() - now, absl::Milliseconds(50), absl::Seconds(30));
+    while (absl::Now() < next && TrialRuns(lines)) {
+      absl::SleepFor(std::min(next - absl::Now(), absl::Milliseconds(250)));
+    }
   }
 }
 

@@ -100,7 +100,7 @@ done <"$WORK/runs.log"
 # Every report arrived exactly once, also those pushed while hpod was down.
 bad=$(sql "SELECT trial_id || ':' || COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS GROUP BY trial_id HAVING COUNT(*) != 8 OR COUNT(DISTINCT step) != 8")
 [ -z "$bad" ] || fail "reports missing or stored twice (trial:count/distinct steps): $bad"
-# A trial's report sender ends a moment (2 s) after it has nothing left to send.
+# A trial's report sender ends once it has nothing left to send, or its trial has ended.
 wait_for "[ \$(trial_processes $id) -eq 0 ]" 15
 [ "$(sql 'PRAGMA integrity_check')" = ok ] || fail "integrity check"
 pass "3 crashes and a --keep-trials stop: $readopted re-adoptions, $known outcome(s) learned after the fact, 0 lost, 12 trials run once, 96 reports stored once"
