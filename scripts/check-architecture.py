@@ -27,7 +27,7 @@ HEADER_OWNERS = {"backend/resources.h": "hpo_backend_types",
                  "slurm_backend/slurm_placement.h": "hpo_slurm_placement",
                  "tests/fakes/fake_slurm.h": "hpo_fake_slurm"}
 # Header-only headers any target may include without linking their folder's library.
-HEADER_ONLY = {"common/layout.h", "backend/shim_signals.h"}
+HEADER_ONLY = {"common/layout.h", "common/process_group.h", "backend/shim_signals.h"}
 GENERATED = {"common/version.h": "hpo_common"}
 
 
