@@ -41,7 +41,8 @@ SweepCommands::SweepCommands(CLI::App& app, int& rc) : rc_(rc) {
   plan->add_option("--step-time", plan_.step_time, "the time of one step (30s, 2m, ...)");
   plan->add_flag("--pilot", plan_.pilot,
                  "measure a step's time first: run the file's pilot (a few random configurations "
-                 "for a few steps each, a sweep of its own named NAME-pilot) and plan like it");
+                 "for a few steps each, and one to its end where a trial's length is not known; "
+                 "a sweep of its own named NAME-pilot) and plan like it");
   plan->add_option("--pilot-trials", plan_.pilot_trials, "the pilot's trials")
       ->capture_default_str();
   plan->add_option("--pilot-steps", plan_.pilot_steps, "steps each pilot trial runs")
@@ -158,25 +159,32 @@ void SweepCommands::Plan() {
     if (!plan()) rc_ = kExitError;
     return;
   }
-  // The file is checked (and a trial's length known) before the pilot costs anything.
-  if (v1::PlanSweepResponse first = OrExit(c->Plan(req)); first.errors_size() > 0) {
+  // The file is checked before the pilot costs anything; where a trial's length is not known,
+  // one trial of the pilot runs to its end to learn it.
+  v1::PlanSweepRequest check = req;
+  check.set_pilot(true);
+  v1::PlanSweepResponse first = OrExit(c->Plan(check));
+  if (first.errors_size() > 0) {
     for (const auto& e : first.errors()) std::fprintf(stderr, "%s\n", e.c_str());
     rc_ = kExitError;
     return;
   }
+  const int64_t full = first.length_unknown() ? 1 : 0;
   v1::SubmitSweepRequest sreq;
   ReadSpec(plan_.file, sreq);
   sreq.set_pilot_trials(plan_.pilot_trials);
   sreq.set_pilot_steps(plan_.pilot_steps);
+  sreq.set_pilot_full_trials(full);
   absl::StatusOr<v1::Sweep> pilot = c->Submit(sreq);
   if (!pilot.ok()) {
     rc_ = Fail(pilot.status());
     return;
   }
-  std::fprintf(stderr, "pilot: sweep %lld '%s', %lld trial(s) of %lld step(s), %lld at a time\n",
+  std::fprintf(stderr, "pilot: sweep %lld '%s', %lld trial(s) of %lld step(s)%s, %lld at a time\n",
                static_cast<long long>(pilot->id()), pilot->name().c_str(),
                static_cast<long long>(plan_.pilot_trials),
                static_cast<long long>(plan_.pilot_steps),
+               full > 0 ? " and 1 to its end (a trial's length is not known)" : "",
                static_cast<long long>(pilot->max_concurrent()));
   absl::StatusOr<v1::Sweep> ended =
       FollowUntilEnded(c, pilot->id(), absl::InfiniteFuture(), nullptr);

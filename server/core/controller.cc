@@ -161,9 +161,9 @@ Controller::Done Controller::Submit(const Allowed& allowed, const v1::SubmitSwee
   }
   // A pilot: the file checked as it is, then its pilot planned and run in its place.
   std::string spec_yaml = req.spec_yaml();
-  if (req.pilot_trials() != 0 || req.pilot_steps() != 0) {
+  if (req.pilot_trials() != 0 || req.pilot_steps() != 0 || req.pilot_full_trials() != 0) {
     absl::StatusOr<std::string> pilot =
-        PilotYaml(req.spec_yaml(), req.pilot_trials(), req.pilot_steps());
+        PilotYaml(req.spec_yaml(), req.pilot_trials(), req.pilot_steps(), req.pilot_full_trials());
     if (!pilot.ok()) return reply(pilot.status());
     spec_yaml = std::move(*pilot);
     planned = PlanSweep(spec_yaml, req.source(), req.base_dir(), &backend_, SubmitDefaults());

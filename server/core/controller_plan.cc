@@ -22,7 +22,8 @@ absl::StatusOr<EstimateInputs> Controller::InputsFor(const Caller& caller, const
     ASSIGN_OR_RETURN(Sweep * from, FindSweep(like));
     std::vector<const TrialRecord*> trials;
     for (const auto& t : from->trials()) trials.push_back(&t->rec);
-    EstimateInputs learned = InputsFromTrials(trials, ReportSpans(trials));
+    EstimateInputs learned =
+        InputsFromTrials(trials, ReportSpans(trials), from->spec().budget.max_trial_steps);
     if (learned.step_seconds.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "sweep ", like, " has no finished trial with a report to learn a step's time from"));
@@ -48,13 +49,10 @@ absl::StatusOr<EstimateInputs> Controller::InputsFor(const Caller& caller, const
     in.tail_seconds.clear();
     time_from = "given";
   }
-  if (in.steps <= 0 && spec.early_stopping.max_resource > 0) {
-    in.steps = spec.early_stopping.max_resource;
-    steps_from = "early_stopping.max_resource";
-  }
-  if (spec.plan.steps > 0) {
-    in.steps = spec.plan.steps;
-    steps_from = "the file's plan.steps";
+  if (int64_t declared = DeclaredSteps(spec);
+      declared > 0 && (in.steps <= 0 || spec.plan.steps > 0)) {
+    in.steps = declared;
+    steps_from = spec.plan.steps > 0 ? "the file's plan.steps" : "early_stopping.max_resource";
   }
   if (req.steps() > 0) {
     in.steps = req.steps();
@@ -128,6 +126,14 @@ Controller::Done Controller::PlanOn(const Allowed& allowed, const v1::PlanSweepR
   absl::StatusOr<EstimateInputs> in = InputsFor(allowed.caller(), spec, planned.plan->limit, req);
   if (!in.ok()) {
     resp.add_errors(std::string(in.status().message()));
+    return reply(std::move(resp));
+  }
+  if (req.pilot()) {
+    // A pilot measures what is not known: only what it cannot learn is checked.
+    if (absl::Status s = CheckBounded(spec, in->limit); !s.ok()) {
+      resp.add_errors(std::string(s.message()));
+    }
+    resp.set_length_unknown(in->steps <= 0);
     return reply(std::move(resp));
   }
   // With the estimate: the backend's guess of the queue wait, on this thread.

@@ -184,16 +184,26 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec, const EstimateInputs& in) {
-  const Budget& b = spec.budget;
-  if (in.limit <= 0 && !b.wall_time && !b.gpu_hours) {
+absl::Status CheckBounded(const SweepSpec& spec, int64_t limit) {
+  if (limit <= 0 && !spec.budget.wall_time && !spec.budget.gpu_hours) {
     return absl::InvalidArgumentError(
         "nothing bounds the sweep: give budget.max_trials, wall_time or gpu_hours");
   }
+  return absl::OkStatus();
+}
+
+int64_t DeclaredSteps(const SweepSpec& spec) {
+  return spec.plan.steps > 0 ? spec.plan.steps : spec.early_stopping.max_resource;
+}
+
+absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec, const EstimateInputs& in) {
+  const Budget& b = spec.budget;
+  if (absl::Status s = CheckBounded(spec, in.limit); !s.ok()) return s;
   if (in.steps <= 0) {
     return absl::InvalidArgumentError(
         "how many steps a trial reports is not known: give `plan: {steps: N}` in the sweep file "
-        "(or early_stopping.max_resource), hpo plan --steps N, or --like SWEEP");
+        "(or early_stopping.max_resource), hpo plan --steps N, --like SWEEP, or let hpo plan "
+        "--pilot run a trial to its end");
   }
   if (in.limit <= 0 && in.step_seconds.empty()) {
     return absl::InvalidArgumentError(
@@ -247,7 +257,7 @@ absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec, const EstimateInpu
 }
 
 EstimateInputs InputsFromTrials(const std::vector<const TrialRecord*>& trials,
-                                const std::map<int64_t, ReportSpan>& spans) {
+                                const std::map<int64_t, ReportSpan>& spans, int64_t cap) {
   EstimateInputs in;
   std::vector<double> last_steps;
   for (const TrialRecord* t : trials) {
@@ -271,7 +281,8 @@ EstimateInputs InputsFromTrials(const std::vector<const TrialRecord*>& trials,
     in.step_seconds.push_back(step);
     in.startup_seconds.push_back(startup);
     in.tail_seconds.push_back(tail);
-    if (completed) last_steps.push_back(static_cast<double>(t->step));
+    if (completed || (cap > 0 && t->step >= cap))
+      last_steps.push_back(static_cast<double>(t->step));
   }
   in.steps = static_cast<int64_t>(Median(last_steps));
   return in;

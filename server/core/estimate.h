@@ -51,6 +51,13 @@ struct Estimate {
   bool operator==(const Estimate&) const = default;
 };
 
+// OK when something bounds the sweep: its trial limit (SweepPlan::limit), wall time or GPU-hours.
+[[nodiscard]] absl::Status CheckBounded(const SweepSpec& spec, int64_t limit);
+
+// The steps a trial reports as the file declares them (plan.steps, else
+// early_stopping.max_resource); 0: not declared.
+int64_t DeclaredSteps(const SweepSpec& spec);
+
 // The estimate for `spec` (its early stopping, budget, resources, concurrency) with `in`.
 // INVALID_ARGUMENT when nothing bounds the sweep or a trial's length is not known.
 [[nodiscard]] absl::StatusOr<Estimate> EstimateSweep(const SweepSpec& spec,
@@ -63,12 +70,13 @@ struct ReportSpan {
 };
 
 // What an ended (or running) sweep's trials say of `steps` and the time of a step: the median
-// last step of its completed trials, and per finished trial its time per step. With the trial's
+// last step of its completed trials (and of those stopped at its budget.max_trial_steps, `cap`,
+// when set), and per finished trial its time per step. With the trial's
 // report span (keyed by trial id) a step's time is the time between its first and its last
 // report over the steps between them, and the rest of its run (before the first step, after the
 // last report) is its startup and tail; without one it is its run time over its steps.
 EstimateInputs InputsFromTrials(const std::vector<const TrialRecord*>& trials,
-                                const std::map<int64_t, ReportSpan>& spans = {});
+                                const std::map<int64_t, ReportSpan>& spans = {}, int64_t cap = 0);
 
 // The estimate as stored with a sweep, and back (lenient: empty or malformed reads as none).
 std::string EstimateJson(const Estimate& e);

@@ -226,6 +226,13 @@ absl::Status ReportIntake::Take(Sweep& sweep, TrialRuntime& trial, const v1::Rep
                            absl::StrCat("reached budget.max_trial_steps (", most, ")"),
                            sweep.spec().stop_grace);
   }
+  if (const PilotRun& pilot = sweep.spec().pilot;
+      pilot.Short(rec.number) && step >= pilot.steps && may_stop && !trial.stop_requested()) {
+    lifecycle_.RequestStop(
+        sweep, trial, v1::TRIAL_STATE_STOPPED,
+        absl::StrCat("a short trial of the pilot: stopped at step ", pilot.steps),
+        sweep.spec().stop_grace);
+  }
   trial.NoteReport(report.report_id, report.step);
   trial.pace.Note(report.time);
   trial.last_report = std::move(report);

@@ -714,7 +714,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
              "resources", "slurm",       "algorithm",   "early_stopping", "seed",
              "fom_regex", "stop_grace",  "stop_signal", "max_retries",    "checkpoint",
              "backend",   "enqueue",     "warm_start",  "external",       "health",
-             "failures",  "plan"});
+             "failures",  "plan",        "pilot"});
   if (root["name"]) spec.name = String(root["name"], "name").value_or("");
   if (spec.name.size() > 200) Error(root["name"], "name is longer than 200 characters");
   // Parameters first: the command's placeholders are checked against them.
@@ -828,6 +828,7 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   if (root["health"]) HealthSection(root["health"], spec);
   if (root["failures"]) Failures(root["failures"], spec);
   if (root["plan"]) PlanSection(root["plan"], spec);
+  if (root["pilot"]) PilotSection(root["pilot"], spec);
   if (root["enqueue"]) Enqueue(root["enqueue"], spec);
   if (const YAML::Node& w = root["warm_start"]; w && ExpectMap(w, "warm_start")) {
     CheckKeys(w, "warm_start", {"sweep"});

@@ -143,6 +143,16 @@ struct PlanInputs {
   int64_t like = 0;                         // an earlier sweep whose trials say both (0: none)
 };
 
+// The `pilot:` section, which `hpo plan --pilot` writes into the pilot it runs (PilotYaml): its
+// trials from number `full_trials` on are stopped (STOPPED) once they report step `steps`; the
+// first `full_trials` run to their end (or budget.max_trial_steps), to learn a trial's length.
+struct PilotRun {
+  int64_t steps = 0;  // 0: no section
+  int64_t full_trials = 0;
+  // Whether trial `number` is one of the short ones, stopped at `steps`.
+  bool Short(int64_t number) const { return steps > 0 && number >= full_trials; }
+};
+
 struct SweepSpec {
   std::string name;
   std::string source;    // file name, for messages
@@ -174,6 +184,7 @@ struct SweepSpec {
   Health health;
   FailureRules failures;
   PlanInputs plan;
+  PilotRun pilot;
   // The rule a trial that exited with `exit_code` / `term_signal` and wrote `stderr_tail` last
   // matches (its Describe()), or nullopt: a failure of the configuration. In a trial of several
   // tasks (MultiTask) a stderr pattern is looked for in the output of the task that failed
@@ -265,11 +276,14 @@ inline constexpr size_t kMaxParameters = 256;
 ParseResult ParseSweepSpec(const std::string& yaml, const std::string& source,
                            const std::string& base_dir, const ParseOptions& options = {});
 
-// The pilot of the sweep file `yaml` (hpo plan --pilot): named NAME-pilot, `trials` random
-// configurations of its space run at its concurrency (at most `trials`), each stopped once it
-// reports step `steps` (budget.max_trial_steps); its early stopping, enqueued configurations,
-// warm start and plan are dropped, the rest (command, resources, placement) kept. Checks only
-// the pilot's own bounds; the result is a sweep file to parse like any other.
-absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, int64_t steps);
+// The pilot of the sweep file `yaml` (hpo plan --pilot): named NAME-pilot, `full` + `trials`
+// random configurations of its space run at its concurrency (at most that many): the first
+// `full` to their end (or the file's budget.max_trial_steps), to learn a trial's length, the
+// other `trials` each stopped once it reports step `steps` (its `pilot:` section). Its early
+// stopping, enqueued configurations, warm start, plan and other budgets are dropped, the rest
+// (command, resources, placement) kept. Checks only the pilot's own bounds; the result is a
+// sweep file to parse like any other.
+absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, int64_t steps,
+                                      int64_t full = 0);
 
 }  // namespace hpo::server

@@ -198,6 +198,7 @@ class Parser {
   void HealthSection(const YAML::Node& node, SweepSpec& spec);
   void Failures(const YAML::Node& node, SweepSpec& spec);
   void PlanSection(const YAML::Node& node, SweepSpec& spec);
+  void PilotSection(const YAML::Node& node, SweepSpec& spec);
   void Enqueue(const YAML::Node& node, SweepSpec& spec);
   // What `resources.time_limit` and `checkpoint.grace` must agree with in `slurm:`.
   void CheckTimes(const YAML::Node& root, const SweepSpec& spec);

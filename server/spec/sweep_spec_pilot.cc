@@ -9,9 +9,14 @@
 
 namespace hpo::server {
 
-absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, int64_t steps) {
+absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, int64_t steps,
+                                      int64_t full) {
   if (trials < 1 || trials > 64) {
     return absl::InvalidArgumentError(absl::StrCat("a pilot runs 1 to 64 trials, not ", trials));
+  }
+  if (full < 0 || full > 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a pilot runs 0 to 4 trials to their end, not ", full));
   }
   if (steps < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -32,11 +37,12 @@ absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, i
   }
   std::string name = root["name"] && root["name"].IsScalar() ? root["name"].as<std::string>() : "";
   root["name"] = name.empty() ? std::string("pilot") : absl::StrCat(name, "-pilot");
-  // Its own few configurations, drawn at random from the sweep's space, each run for `steps`
-  // steps at the sweep's concurrency: what the sweep's trials cost, not where its search goes.
+  // Its own few configurations, drawn at random from the sweep's space, run at the sweep's
+  // concurrency, the full ones first: what the sweep's trials cost, not where its search goes.
   root["algorithm"] = "random";
   root["early_stopping"] = "none";
-  for (const char* key : {"enqueue", "warm_start", "plan"}) root.remove(key);
+  for (const char* key : {"enqueue", "warm_start", "plan", "pilot"}) root.remove(key);
+  const int64_t all = full + trials;
   int64_t concurrent = 1;
   YAML::Node budget = root["budget"];
   if (budget && budget.IsMap() && budget["max_concurrent"]) {
@@ -47,11 +53,18 @@ absl::StatusOr<std::string> PilotYaml(const std::string& yaml, int64_t trials, i
     }
   }
   YAML::Node pilot_budget;
-  pilot_budget["max_trials"] = trials;
-  pilot_budget["max_concurrent"] = std::clamp<int64_t>(concurrent, 1, trials);
-  pilot_budget["max_failed"] = trials;
-  pilot_budget["max_trial_steps"] = steps;
+  pilot_budget["max_trials"] = all;
+  pilot_budget["max_concurrent"] = std::clamp<int64_t>(concurrent, 1, all);
+  pilot_budget["max_failed"] = all;
+  // The file's cap on a trial's steps ends a full trial too (and a short one before its step).
+  if (budget && budget.IsMap() && budget["max_trial_steps"]) {
+    pilot_budget["max_trial_steps"] = budget["max_trial_steps"];
+  }
   root["budget"] = pilot_budget;
+  YAML::Node pilot;
+  pilot["steps"] = steps;
+  pilot["full_trials"] = full;
+  root["pilot"] = pilot;
   YAML::Emitter out;
   out << root;
   if (!out.good()) return absl::InternalError(out.GetLastError());

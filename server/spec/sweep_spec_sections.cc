@@ -193,6 +193,19 @@ void Parser::PlanSection(const YAML::Node& node, SweepSpec& spec) {
   }
 }
 
+void Parser::PilotSection(const YAML::Node& node, SweepSpec& spec) {
+  if (!ExpectMap(node, "pilot")) return;
+  CheckKeys(node, "pilot", {"steps", "full_trials"});
+  if (const YAML::Node n = node["steps"]) {
+    spec.pilot.steps = Integer(n, "pilot steps", 2, int64_t{1} << 40).value_or(0);
+  } else {
+    Error(node, "pilot needs steps: the step at which its short trials stop");
+  }
+  if (const YAML::Node n = node["full_trials"]) {
+    spec.pilot.full_trials = Integer(n, "pilot full_trials", 0, 4).value_or(0);
+  }
+}
+
 }  // namespace spec_parse
 
 }  // namespace hpo::server

@@ -2,7 +2,7 @@
 # hpo plan: what a sweep will cost before it runs, from the file's `plan:` (a trial's steps and a
 # step's time) or from an earlier sweep (--like), against what the sweep then used; `hpo show`
 # puts the two side by side, and the Python client plans the same. A file that does not say how
-# long its trials are gets a clear error.
+# long its trials are gets a clear error, and its pilot runs one trial to its end to learn it.
 source "$(dirname "$0")/lib.sh"
 # The pilot's stop after its last step reaches the trainer with that step's report however loaded
 # the machine is: reports wait for hpod's answer (trials inherit hpod's environment; by default a
@@ -94,9 +94,15 @@ plan: {steps: 5}
 YAML
 ! hpo plan "$WORK/slow.yaml" --pilot --step-time 1s 2>"$WORK/err" || fail "a pilot with a declared step time"
 grep -q "does not go with --like or --step-time" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
-hpo plan "$WORK/bare.yaml" --pilot 2>"$WORK/err" >/dev/null && fail "ran a pilot of a file without a trial's length"
-grep -q "plan: {steps: N}" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
-[ "$(sql "SELECT COUNT(*) FROM sweeps WHERE name='bare-pilot'")" = 0 ] || fail "a pilot ran for a file it cannot plan"
+# A file that does not say how long a trial is: its pilot runs one trial to its end as well.
+hpo plan "$WORK/bare.yaml" --pilot --pilot-trials 1 --pilot-steps 2 >"$WORK/bare.txt" 2>"$WORK/bare.err" \
+  || fail "hpo plan --pilot of a file without a trial's length: $(cat "$WORK/bare.txt" "$WORK/bare.err")"
+bare=$(sed -n "s/^pilot: sweep \([0-9]*\) 'bare-pilot', 1 trial(s) of 2 step(s) and 1 to its end (a trial's length is not known), 2 at a time$/\1/p" "$WORK/bare.err")
+[ -n "$bare" ] || fail "hpo plan --pilot said: $(cat "$WORK/bare.err")"
+[ "$(sql "SELECT GROUP_CONCAT(state || ':' || step) FROM trials WHERE sweep_id=$bare ORDER BY number")" = "TRIAL_STATE_COMPLETED:5,TRIAL_STATE_STOPPED:2" ] \
+  || fail "the pilot's trials: $(sql "SELECT number, state, step, message FROM trials WHERE sweep_id=$bare")"
+grep -q "from        5 step(s) a trial (sweep $bare's completed trials), " "$WORK/bare.txt" \
+  && grep -Eq "^  steps +30( \([0-9]+ - 30\))?$" "$WORK/bare.txt" || fail "the plan from the pilot: $(cat "$WORK/bare.txt")"
 hpo plan "$WORK/slow.yaml" --pilot --pilot-trials 2 --pilot-steps 3 >"$WORK/pilot.txt" 2>"$WORK/pilot.err" \
   || fail "hpo plan --pilot: $(cat "$WORK/pilot.txt" "$WORK/pilot.err")"
 pilot=$(sed -n "s/^pilot: sweep \([0-9]*\) 'slow-pilot', 2 trial(s) of 3 step(s), 2 at a time$/\1/p" "$WORK/pilot.err")

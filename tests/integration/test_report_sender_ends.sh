@@ -18,8 +18,11 @@ parameters: {x: [1, 2]}
 objective: {metric: loss, direction: minimize}
 algorithm: grid
 YAML
-id=$(hpo submit "$WORK/answered.yaml" | tail -n 1)
-hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete"
+# Each step that could wait is bounded and says where it is, so that a hang shows its place.
+id=$(timeout 60 hpo submit "$WORK/answered.yaml" | tail -n 1)
+[ -n "$id" ] || fail "hpo submit did not answer within 60 s"
+timeout 90 hpo wait "$id" --timeout 60 >/dev/null || fail "the sweep did not complete"
+echo "part 1: the sweep completed"
 for n in 00000 00001; do
   dir="$HPO_DATA_DIR/sweeps/$id/trials/$n"
   [ "$(cat "$dir/sender_state")" = ended ] || fail "trial $n: its sender still ran 1.5 s after its report"
@@ -36,11 +39,12 @@ HPO_ENDPOINT=127.0.0.1:1 HPO_TRIAL_ID=999 HPO_TRIAL_TOKEN=x HPO_TRIAL_DIR=$WORK/
 # The senders of that trial: `hpo report --deliver` processes with its directory.
 senders() {
   local n=0 pid
-  for pid in $(pgrep -f -- "report --deliver"); do
-    if { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | has "^HPO_TRIAL_DIR=$WORK/t\$"; then n=$((n + 1)); fi
+  for pid in $(timeout 10 pgrep -f -- "report --deliver"); do
+    if { timeout 5 tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | has "^HPO_TRIAL_DIR=$WORK/t\$"; then n=$((n + 1)); fi
   done
   echo $n
 }
+echo "part 2: the trial started"
 wait_for "[ \$(senders) -eq 1 ]" 10
 [ -f "$WORK/t/trial-ended" ] && fail "the trial ended before its sender could be seen (a loaded machine?)"
 has ' 1 .* loss=1$' <"$WORK/t/reports.journal" || fail "the report is not in the journal"

@@ -5,14 +5,14 @@
 #    in an allocation on the cluster, and `hpo show` says `backend slurm`;
 #  - at the same time a sweep without a slurm: section as local processes (`backend local`);
 #  - `backend: local` runs even a file with a slurm: section locally.
-# `hpo daemon start --slurm off` gives a daemon without Slurm: the Slurm sweep is refused with
+# The Slurm examples have a plan from their files alone. `hpo daemon start --slurm off` gives a daemon without Slurm: the Slurm sweep is refused with
 # the reason at validate and at submit, and nothing runs. A typo in hpod's options is told by
 # `hpo daemon start` at once, and no daemon starts.
 source "$(dirname "$0")/lib.sh"
 cluster_up 1 4 4
 
 sed -e 's/gpus: "{g}"/gpus: 0/' -e 's/max_trials: 16/max_trials: 4/' -e 's/gpus_per_node: 4/gpus_per_node: 0/' \
-  -e 's/^early_stopping.*//' -e "s|train_spiral.py|$HPO_SRC/examples/train_spiral.py|" -e 's/--epochs=25/--epochs=3/' \
+  -e 's/^early_stopping.*//' -e 's/^plan:.*//' -e "s|train_spiral.py|$HPO_SRC/examples/train_spiral.py|" -e 's/--epochs=25/--epochs=3/' \
   "$HPO_SRC/examples/slurm_steps.yaml" >"$WORK/steps.yaml"
 cat >"$WORK/local.yaml" <<'YAML'
 name: here
@@ -37,6 +37,12 @@ hpo wait "$slurm_id" --timeout 180 >/dev/null || fail "the Slurm sweep did not c
   fail "not local: $(sql "SELECT backend_id FROM trials WHERE sweep_id=$local_id")"
 hpo ls | has "^$local_id  *here  *COMPLETED  *local " || fail "hpo ls lacks the backend: $(hpo ls)"
 hpo ls | has "^$slurm_id  *spiral-slurm-steps  *COMPLETED  *slurm " || fail "hpo ls lacks the backend: $(hpo ls)"
+# The examples that run on Slurm say how long their trials are: each has a plan from the file.
+for f in slurm_steps long_trials; do
+  (cd "$HPO_SRC/examples" && hpo plan $f.yaml) >"$WORK/plan" 2>&1 || fail "hpo plan $f.yaml: $(cat "$WORK/plan")"
+  grep -Eq "^  trials +[0-9]" "$WORK/plan" && grep -q "the file's plan.steps" "$WORK/plan" ||
+    fail "hpo plan $f.yaml: $(cat "$WORK/plan")"
+done
 # backend: local wins over the slurm: section.
 sed -e 's/^name: .*/name: steps-here/' -e '1i backend: local' "$WORK/steps.yaml" >"$WORK/here.yaml"
 here_id=$(hpo submit "$WORK/here.yaml" | tail -n 1)

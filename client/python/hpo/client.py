@@ -202,27 +202,31 @@ class Client:
         """What a sweep would cost before it runs (as `hpo plan`): a dict of trials, steps,
         gpu_hours, node_hours and wall_seconds, each (low, expected, high), with the basis and, on
         Slurm, queue_wait_seconds. With pilot=True (as `hpo plan --pilot`) the file's pilot runs
-        first (pilot_trials random configurations, pilot_steps steps each, a sweep of its own
-        whose id is the result's "pilot_sweep") and the plan learns a step's time from it.
-        Raises HpoError when the file is invalid or a trial's length is not known."""
+        first (pilot_trials random configurations, pilot_steps steps each, and one more to its
+        end where a trial's length is not known: a sweep of its own whose id is the result's
+        "pilot_sweep") and the plan learns a step's time, and a trial's length, from it.
+        Raises HpoError when the file is invalid or, without a pilot, a trial's length is not
+        known."""
         text, name, base = self._spec(spec, source)
         if pilot and (like or step_time_s):
             raise ValueError("pilot measures a step's time; it does not go with like or step_time_s")
 
-        def ask(like_sweep):
+        def ask(like_sweep, check=False):
             r = self._call("PlanSweep", hpo_pb2.PlanSweepRequest(
                 spec_yaml=text, source=name, base_dir=base, like_sweep=like_sweep or 0,
-                steps=steps or 0, step_seconds=step_time_s or 0))
+                steps=steps or 0, step_seconds=step_time_s or 0, pilot=check))
             if r.errors:
                 raise HpoError(grpc.StatusCode.INVALID_ARGUMENT, "\n".join(r.errors))
-            return _estimate(r.estimate)
+            return r if check else _estimate(r.estimate)
 
         if not pilot:
             return ask(like)
-        ask(None)  # the file is checked, and a trial's length known, before the pilot runs
+        # The file is checked before the pilot runs; where a trial's length is not known, one
+        # trial of the pilot runs to its end to learn it.
+        full = 1 if ask(None, check=True).length_unknown else 0
         r = self._call("SubmitSweep", hpo_pb2.SubmitSweepRequest(
             spec_yaml=text, source=name, base_dir=base, pilot_trials=pilot_trials,
-            pilot_steps=pilot_steps))
+            pilot_steps=pilot_steps, pilot_full_trials=full))
         pilot_sweep = Sweep(self, r.sweep.id)
         pilot_sweep.wait(timeout=timeout)
         # Its allocations end once released; until then slurmctld counts them in the queue wait.

@@ -537,7 +537,10 @@ TEST(SweepSpec, APilotIsTheSweepsSpaceAndCommandForAFewStepsOfAFewRandomTrials) 
   EXPECT_EQ(spec.early_stopping.name, "none");
   EXPECT_EQ(spec.budget.max_trials, 3);
   EXPECT_EQ(spec.budget.max_concurrent, 3);
-  EXPECT_EQ(spec.budget.max_trial_steps, 5);
+  EXPECT_EQ(spec.budget.max_trial_steps, 0);
+  EXPECT_EQ(spec.pilot.steps, 5);
+  EXPECT_EQ(spec.pilot.full_trials, 0);
+  EXPECT_TRUE(spec.pilot.Short(0));
   EXPECT_FALSE(spec.budget.gpu_hours.has_value());
   EXPECT_TRUE(spec.enqueue.empty());
   EXPECT_EQ(spec.plan.steps, 0);
@@ -548,6 +551,50 @@ TEST(SweepSpec, APilotIsTheSweepsSpaceAndCommandForAFewStepsOfAFewRandomTrials) 
   EXPECT_THAT(std::string(PilotYaml(yaml, 0, 5).status().message()), HasSubstr("1 to 64 trials"));
   EXPECT_THAT(std::string(PilotYaml(yaml, 2, 1).status().message()), HasSubstr("at least 2"));
   EXPECT_FALSE(PilotYaml("[1, 2]", 2, 5).ok());
+  EXPECT_THAT(std::string(PilotYaml(yaml, 2, 5, 5).status().message()),
+              HasSubstr("0 to 4 trials to their end"));
+}
+
+// Where a trial's length is not known, the pilot's first trial runs to its end (or to the file's
+// own budget.max_trial_steps), the others stop at the pilot's step.
+TEST(SweepSpec, APilotCanRunItsFirstTrialToItsEnd) {
+  const std::string yaml =
+      "parameters: {lr: {type: float, low: 0.001, high: 1, log: true}}\n"
+      "objective: {metric: loss, direction: minimize}\n"
+      "command: [python, train.py, --lr, '{lr}']\n"
+      "budget: {max_trials: 50, max_concurrent: 8, max_trial_steps: 300}\n";
+  absl::StatusOr<std::string> pilot = PilotYaml(yaml, 2, 5, 1);
+  ASSERT_TRUE(pilot.ok()) << pilot.status();
+  ParseResult r = ParseSweepSpec(*pilot, "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front() << "\n" << *pilot;
+  const SweepSpec& spec = *r.spec;
+  EXPECT_EQ(spec.name, "pilot");
+  EXPECT_EQ(spec.budget.max_trials, 3);
+  EXPECT_EQ(spec.budget.max_concurrent, 3);
+  EXPECT_EQ(spec.budget.max_trial_steps, 300);
+  EXPECT_EQ(spec.pilot.steps, 5);
+  EXPECT_EQ(spec.pilot.full_trials, 1);
+  EXPECT_FALSE(spec.pilot.Short(0));
+  EXPECT_TRUE(spec.pilot.Short(1));
+  EXPECT_TRUE(spec.pilot.Short(2));
+  EXPECT_FALSE(PilotRun{}.Short(0));  // no pilot section: nothing is short
+
+  // The section as a file may give it, checked like the rest.
+  const std::string head =
+      "parameters: {x: [1, 2]}\nobjective: {metric: loss, direction: minimize}\ncommand: [t]\n";
+  std::vector<std::string> e = ParseSweepSpec(head + "pilot: {steps: 1}\n", "s.yaml", "/").errors;
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("s.yaml:4:"));
+  EXPECT_THAT(e[0], HasSubstr("pilot steps"));
+  e = ParseSweepSpec(head + "pilot: {steps: 5, full_trials: 9}\n", "s.yaml", "/").errors;
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("pilot full_trials"));
+  e = ParseSweepSpec(head + "pilot: {full_trials: 1}\n", "s.yaml", "/").errors;
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("pilot needs steps"));
+  e = ParseSweepSpec(head + "pilot: {steps: 5, trials: 2}\n", "s.yaml", "/").errors;
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_THAT(e[0], HasSubstr("trials"));
 }
 
 TEST(SweepSpec, EnqueuedConfigurationsAndTheBackend) {
