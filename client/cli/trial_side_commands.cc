@@ -16,7 +16,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -28,6 +27,7 @@
 #include "client/trial_reporter.h"
 #include "common/files.h"
 #include "common/fom_regex.h"
+#include "common/pattern.h"
 #include "common/process_group.h"
 #include "common/report_journal.h"
 
@@ -169,11 +169,12 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
   if (regex_text.empty()) {
     regex_text = std::getenv("HPO_FOM_REGEX") ? std::getenv("HPO_FOM_REGEX") : kDefaultFomRegex;
   }
-  std::regex re;
-  try {
-    re = std::regex(regex_text, std::regex::ECMAScript | std::regex::icase);
-  } catch (const std::regex_error& e) {
-    std::fprintf(stderr, "hpo exec: bad regex '%s': %s\n", regex_text.c_str(), e.what());
+  absl::StatusOr<std::shared_ptr<const re2::RE2>> re =
+      CompilePattern(regex_text, /*ignore_case=*/true);
+  if (!re.ok() || Groups(**re) < 1) {
+    std::fprintf(stderr, "hpo exec: bad regex '%s': %s\n", regex_text.c_str(),
+                 re.ok() ? "no capture group ( ) around the number"
+                         : std::string(re.status().message()).c_str());
     return kExitUsage;
   }
   auto reporter = client::TrialReporter::FromEnvironment();
@@ -212,10 +213,12 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
   while ((n = ::getline(&line, &cap, in)) > 0) {
     std::fwrite(line, 1, static_cast<size_t>(n), stdout);
     std::fflush(stdout);
-    std::cmatch m;
-    if (!sender || !std::regex_search(line, m, re) || m.size() < 2) continue;
+    std::string found;
+    // The line without its newline, so that a pattern may end with $.
+    size_t len = static_cast<size_t>(n) - (line[n - 1] == '\n' ? 1 : 0);
+    if (!sender || !FoundGroup(**re, std::string(line, len), &found)) continue;
     double value = 0;
-    if (!absl::SimpleAtod(m[1].str(), &value)) continue;
+    if (!absl::SimpleAtod(found, &value)) continue;
     sender->Record(++step, metric, value);
   }
   std::free(line);

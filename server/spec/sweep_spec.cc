@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "common/duration.h"
 #include "common/files.h"
+#include "common/pattern.h"
 #include "common/shell_quote.h"
 #include "server/spec/sweep_spec_parser.h"
 #include "yaml-cpp/yaml.h"
@@ -800,14 +801,13 @@ void Parser::Top(const YAML::Node& root, SweepSpec& spec) {
   spec.fom_regex = kDefaultFomRegex;
   if (root["fom_regex"]) {
     std::string re = String(root["fom_regex"], "fom_regex").value_or("");
-    try {
-      std::regex compiled(re);
-      if (compiled.mark_count() < 1)
-        Error(root["fom_regex"], "fom_regex needs a capture group ( ) around the number");
+    if (auto compiled = CompilePattern(re, /*ignore_case=*/true); !compiled.ok()) {
+      Error(root["fom_regex"], absl::StrCat("fom_regex is not a valid regular expression: ",
+                                            compiled.status().message()));
+    } else if (Groups(**compiled) < 1) {
+      Error(root["fom_regex"], "fom_regex needs a capture group ( ) around the number");
+    } else {
       spec.fom_regex = re;
-    } catch (const std::regex_error& e) {
-      Error(root["fom_regex"],
-            absl::StrCat("fom_regex is not a valid regular expression: ", e.what()));
     }
   }
   if (root["stop_grace"])

@@ -4,11 +4,10 @@
 #include <signal.h>
 #include <string.h>
 
-#include <regex>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/pattern.h"
 #include "common/task_output.h"
 #include "server/spec/sweep_spec.h"
 #include "server/spec/sweep_spec_parser.h"
@@ -54,17 +53,17 @@ std::optional<std::string> SweepSpec::InfrastructureFailure(int exit_code, int t
   // words are often about it), or, when srun did not say which that was, only when every task
   // with output says it.
   const TaskOutput by_task = MultiTask() ? SplitTaskOutput(stderr_tail) : TaskOutput{};
-  auto says = [&](const std::regex& re) {
-    if (by_task.tasks.empty()) return std::regex_search(stderr_tail, re);
+  auto says = [&](const re2::RE2& re) {
+    if (by_task.tasks.empty()) return Found(re, stderr_tail);
     if (!by_task.culprit.empty()) {
       for (int t : by_task.culprit) {
         auto it = by_task.tasks.find(t);
-        if (it != by_task.tasks.end() && std::regex_search(it->second, re)) return true;
+        if (it != by_task.tasks.end() && Found(re, it->second)) return true;
       }
       return false;
     }
     for (const auto& [task, text] : by_task.tasks) {
-      if (!std::regex_search(text, re)) return false;
+      if (!Found(re, text)) return false;
     }
     return true;
   };
@@ -72,11 +71,9 @@ std::optional<std::string> SweepSpec::InfrastructureFailure(int exit_code, int t
     if (rule.exit_code && *rule.exit_code != exit_code) return false;
     if (rule.signal && *rule.signal != term_signal) return false;
     if (!rule.stderr_pattern.empty()) {
-      try {
-        if (!says(std::regex(rule.stderr_pattern))) return false;
-      } catch (const std::regex_error&) {  // checked when parsed
-        return false;
-      }
+      // Checked when parsed; a stored sweep's pattern this release refuses matches nothing.
+      auto re = CompilePattern(rule.stderr_pattern);
+      if (!re.ok() || !says(**re)) return false;
     }
     return true;
   };
@@ -160,10 +157,9 @@ void Parser::Failures(const YAML::Node& node, SweepSpec& spec) {
     }
     if (const YAML::Node p = r["stderr"]) {
       rule.stderr_pattern = String(p, "failures stderr").value_or("");
-      try {
-        std::regex compiled(rule.stderr_pattern);
-      } catch (const std::regex_error& e) {
-        Error(p, absl::StrCat("failures stderr is not a valid regular expression: ", e.what()));
+      if (auto compiled = CompilePattern(rule.stderr_pattern); !compiled.ok()) {
+        Error(p, absl::StrCat("failures stderr is not a valid regular expression: ",
+                              compiled.status().message()));
       }
     }
     if (!r["exit_code"] && !r["signal"] && !r["stderr"]) {

@@ -313,6 +313,33 @@ TEST(SweepSpec, InATrialOfSeveralTasksRulesReadTheTaskThatFailedFirst) {
               HasSubstr("ECC"));
 }
 
+// A user's pattern is matched in time linear in the text: one that backtracking engines take
+// exponential time over (here 2^40 ways to split the a's) answers at once, and forms that need
+// backtracking are refused with the reason.
+TEST(SweepSpec, PatternsUsersGiveCannotStallAMatch) {
+  ParseResult r = ParseSweepSpec(std::string(kBase) +
+                                     "failures: {defaults: false, infrastructure: "
+                                     "[{stderr: '^(a+)+$'}]}\n"
+                                     "fom_regex: 'loss=(\\d+\\.\\d+)$'\n",
+                                 "s.yaml", "/");
+  ASSERT_TRUE(r.errors.empty()) << r.errors.front();
+  const std::string evil = std::string(40, 'a') + "b";
+  absl::Time start = absl::Now();
+  EXPECT_EQ(r.spec->InfrastructureFailure(1, 0, evil), std::nullopt);
+  EXPECT_EQ(r.spec->InfrastructureFailure(1, 0, std::string(40, 'a')), "stderr /^(a+)+$/");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(r.spec->fom_regex, "loss=(\\d+\\.\\d+)$");
+
+  auto e = Errors(std::string(kBase) +
+                  "failures: {infrastructure: [{stderr: '(a)\\1'}, {stderr: 'x(?=y)'}]}\n"
+                  "fom_regex: 'FoM: \\d+'\n");
+  ASSERT_EQ(e.size(), 3u);
+  EXPECT_THAT(e[0], HasSubstr("fom_regex needs a capture group"));
+  EXPECT_THAT(e[1], HasSubstr("failures stderr is not a valid regular expression: invalid escape"));
+  EXPECT_THAT(
+      e[2], HasSubstr("failures stderr is not a valid regular expression: invalid perl operator"));
+}
+
 TEST(SweepSpec, FailureRulesTellTheInfrastructuresFailuresFromTheConfigurations) {
   ParseResult r = ParseSweepSpec(kBase, "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
