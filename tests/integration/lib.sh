@@ -53,12 +53,21 @@ wait_for() {
   done
 }
 
-# Number of processes of sweep $1 of this test's daemon (trials and their children): their
-# environment has its trial directory. (Tests run in parallel, each with its own sweep 1.)
+# Number of processes of sweep $1 of this test's daemon (trials and their children): those in
+# the process groups of its trials' hpo-shims (each trial's hpo.pid; hpod starts a trial in a
+# session of its own). Only /proc/PID/stat is read: reading another process's environment or
+# command line waits for its memory, which a process of another test stuck in a frozen file
+# system holds. (Tests run in parallel, each with its own sweep 1.)
 trial_processes() {
-  local n=0 f
-  for f in /proc/[0-9]*/environ; do
-    if { tr '\0' '\n' <"$f"; } 2>/dev/null | has "^HPO_TRIAL_DIR=$HPO_DATA_DIR/sweeps/$1/"; then n=$((n + 1)); fi
+  local groups=" " f line rest n=0
+  for f in "$HPO_DATA_DIR"/sweeps/"$1"/trials/*/hpo.pid; do
+    [ -f "$f" ] && groups="$groups$(cat "$f" 2>/dev/null) "
+  done
+  for f in /proc/[0-9]*/stat; do
+    read -r line 2>/dev/null <"$f" || continue
+    rest=${line##*) }  # "state ppid pgrp ...", after the command name (which may hold anything)
+    set -- $rest
+    [ "${1:-Z}" != Z ] && case "$groups" in *" ${3:-} "*) n=$((n + 1)) ;; esac
   done
   echo $n
 }
