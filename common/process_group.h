@@ -1,6 +1,6 @@
 #pragma once
-// Whether a process group still has members: hpo-shim waits for the rest of a trial's group after
-// a signal, and a trial's report sender ends once its trial has.
+// Whether a process group still has members other than the caller: hpo-shim waits for the rest of
+// a trial's group after a signal.
 //
 // Header-only, libc alone: hpo-shim is a static program that links nothing else.
 

@@ -28,7 +28,6 @@
 #include "common/files.h"
 #include "common/fom_regex.h"
 #include "common/pattern.h"
-#include "common/process_group.h"
 #include "common/report_journal.h"
 
 namespace hpo::client::cli {
@@ -42,9 +41,10 @@ TrialSideCommands::TrialSideCommands(CLI::App& app, int& rc) : rc_(rc) {
   // The trial's sender, which `hpo report` starts itself (not for users).
   report->add_flag("--deliver", report_.deliver)->group("");
   report->add_option("--line", report_.lines)->group("");
+  report->add_option("--trial-group", report_.trial_group)->group("");
   report->callback([this] {
     if (report_.deliver) {
-      rc_ = DeliverReports(report_.lines);
+      rc_ = DeliverReports(report_.lines, static_cast<pid_t>(report_.trial_group));
     } else if (report_.metrics.empty()) {
       std::fprintf(stderr, "hpo report: no metrics (name=value pairs) given\n");
       rc_ = kExitUsage;
@@ -239,7 +239,8 @@ int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_tex
 // sender is `hpo report --deliver`, a process of its own that `hpo report` starts when none runs
 // (it holds reports.sender locked while it does): it sends the journal's backlog to hpod in
 // batches, waits as TrialReporter says while hpod does not answer, and ends as soon as nothing
-// waits or its trial has ended (no other process is left in its process group). hpod's answer that
+// waits or its trial has ended (the trial's process group is gone; it runs in a group of its
+// own). hpod's answer that
 // the trial should stop goes into reports.stop, and the trial's next `hpo report` exits 10 with it.
 // A report the journal cannot take (a full disk) is kept in memory, with a warning: hpod's answer
 // is waited for, and what hpod did not take goes to a sender of its own; the trial goes on.
@@ -258,9 +259,13 @@ std::string TrialFile(const char* name) {
   return dir == nullptr || *dir == '\0' ? "" : absl::StrCat(dir, "/", name);
 }
 
-// Starts `hpo report --deliver` with `lines` (reports no journal keeps), in the background.
+// Starts `hpo report --deliver` with `lines` (reports no journal keeps), in the background, in a
+// process group of its own: it is no part of the trial that Slurm (proctrack/pgid), hpo-shim or
+// hpod's stop would wait for or signal, and it watches the trial's group (this process's) to end
+// with it.
 void StartSender(const std::vector<std::string>& lines) {
-  std::vector<std::string> args = {"hpo", "report", "--deliver"};
+  std::vector<std::string> args = {"hpo", "report", "--deliver", "--trial-group",
+                                   std::to_string(::getpgrp())};
   for (const std::string& l : lines) args.insert(args.end(), {"--line", l});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -280,8 +285,13 @@ void StartSender(const std::vector<std::string>& lines) {
   } else {
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  int rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   if (err >= 0) ::close(err);
   if (rc != 0) {
@@ -432,18 +442,25 @@ int Report(int64_t step, const std::vector<std::string>& pairs) {
 
 namespace {
 
-// Whether the trial the sender delivers for still runs: another process is in the sender's process
-// group, which is the trial's (a Slurm task's, or hpo-shim's for a trial hpod starts). A sender
-// that outlived its trial would keep the trial's Slurm step, and its GPUs, from ending; what it
-// did not send waits in the journal, which hpod reads as it ends the trial. Reports no journal
-// keeps (`lines`) exist nowhere else, and their sender goes on as long as it would otherwise.
-bool TrialRuns(const std::vector<std::string>& lines) {
-  return !lines.empty() || ProcessGroupHasOthers(::getpgrp(), ::getpid());
+// Reports no journal keeps exist nowhere else: their sender tries this much longer once its
+// trial has ended (as the Python client's thread does at exit), then gives them up.
+constexpr absl::Duration kAfterTrial = absl::Seconds(10);
+
+// Whether the sender should go on: its trial's process group (a Slurm task's, or hpo-shim's for
+// a trial hpod starts) still has a process, or, for reports no journal keeps (`lines`), the trial
+// ended less than kAfterTrial ago (`ended` keeps when it was first seen gone). What a journal
+// sender did not send waits in the journal, which hpod reads as it ends the trial.
+bool TrialRuns(pid_t group, const std::vector<std::string>& lines,
+               std::optional<absl::Time>& ended) {
+  if (group <= 0 || ::kill(-group, 0) == 0 || errno == EPERM) return true;
+  if (lines.empty()) return false;
+  if (!ended) ended = absl::Now();
+  return absl::Now() - *ended < kAfterTrial;
 }
 
 }  // namespace
 
-int DeliverReports(const std::vector<std::string>& lines) {
+int DeliverReports(const std::vector<std::string>& lines, pid_t trial_group) {
   auto reporter = client::TrialReporter::FromEnvironment();
   if (!reporter.ok()) return Fail(reporter.status());
   client::TrialReporter& r = **reporter;
@@ -455,6 +472,7 @@ int DeliverReports(const std::vector<std::string>& lines) {
     for (JournalEntry& e : parsed) r.Keep(std::move(e));
   }
   absl::Time reached = absl::Now();
+  std::optional<absl::Time> ended;  // when the trial was first seen gone
   std::string said;
   while (true) {
     if (lines.empty()) r.Refresh();
@@ -486,11 +504,18 @@ int DeliverReports(const std::vector<std::string>& lines) {
       if (r.pending() == 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) return 0;
       continue;
     }
-    if (!TrialRuns(lines)) {
-      std::fprintf(stderr,
-                   "hpo report: the trial ended; %d report(s) wait in %s (hpod reads them as it "
-                   "ends the trial)\n",
-                   d->pending, r.journal_path().c_str());
+    if (!TrialRuns(trial_group, lines, ended)) {
+      if (lines.empty()) {
+        std::fprintf(stderr,
+                     "hpo report: the trial ended; %d report(s) wait in %s (hpod reads them as "
+                     "it ends the trial)\n",
+                     d->pending, r.journal_path().c_str());
+      } else {
+        std::fprintf(stderr,
+                     "hpo report: the trial ended %s ago and hpod did not take %d report(s) "
+                     "that no journal kept; they are given up\n",
+                     absl::FormatDuration(kAfterTrial).c_str(), d->pending);
+      }
       return 0;
     }
     if (now - reached >= kGiveUp) {
@@ -503,7 +528,7 @@ int DeliverReports(const std::vector<std::string>& lines) {
     // Waits for the next try, looking now and then whether the trial still runs.
     absl::Time next =
         now + std::clamp(r.retry_after() - now, absl::Milliseconds(50), absl::Seconds(30));
-    while (absl::Now() < next && TrialRuns(lines)) {
+    while (absl::Now() < next && TrialRuns(trial_group, lines, ended)) {
       absl::SleepFor(std::min(next - absl::Now(), absl::Milliseconds(250)));
     }
   }

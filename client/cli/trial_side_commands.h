@@ -19,6 +19,7 @@ class TrialSideCommands {
     std::vector<std::string> metrics;  // name=value
     bool deliver = false;              // be the trial's sender (started by `hpo report`)
     std::vector<std::string> lines;    // --deliver: reports no journal keeps, as journal lines
+    int64_t trial_group = 0;           // --deliver: the trial's process group (0: not known)
   };
   struct ExecOptions {
     std::vector<std::string> command;
@@ -33,7 +34,7 @@ class TrialSideCommands {
 // The two commands' work, with their exit codes.
 int Report(int64_t step, const std::vector<std::string>& pairs);
 // `hpo report --deliver`: the trial's sender, in the background (ReportSender).
-int DeliverReports(const std::vector<std::string>& lines);
+int DeliverReports(const std::vector<std::string>& lines, pid_t trial_group);
 int Exec(std::vector<std::string> cmd, std::string metric, std::string regex_text);
 
 }  // namespace hpo::client::cli

@@ -63,7 +63,9 @@ for tid in $(sql "SELECT id FROM trials WHERE sweep_id=$id"); do
     fail "trial $tid ($way): $state $(sql "SELECT message FROM trials WHERE id=$tid"); stderr: $(tail -5 "$dir/stderr.log")"
   counts=$(sql "SELECT COUNT(*) || '/' || COUNT(DISTINCT step) FROM $ALL_REPORTS WHERE trial_id=$tid")
   [ "$counts" = 40/40 ] || fail "trial $tid ($way): reports stored (all/distinct steps) $counts, not 40/40"
-  # Its pace, from its own clock: no gap between steps above 1 s (they are 0.25 s apart), and
+  # Its pace, from its own clock: no gap between steps of half a report call's deadline (2.5 s
+  # of HPO_REPORT_TIMEOUT's 5 s: a step that waited for hpod would take that; they are 0.25 s
+  # apart, and starting `hpo report` on a fully loaded machine can take a second), and
   # it trained through the outage at least at 60% of the pace it had before it (a loaded
   # machine slows every step, whoever answers).
   read -r gap during expected < <(awk -v down="$down" -v up="$up" '
@@ -73,7 +75,7 @@ for tid in $(sql "SELECT id FROM trials WHERE sweep_id=$id"); do
     { prev = $1 }
     END { rate = before > 1 ? (before - 1) / (last - first) : 4
           printf "%.2f %d %.1f\n", gap, during, rate * (up - down) }' "$dir/pace.log")
-  awk -v g="$gap" 'BEGIN { exit !(g < 1.0) }' || fail "trial $tid ($way): a step took ${gap}s while hpod was away"
+  awk -v g="$gap" 'BEGIN { exit !(g < 2.5) }' || fail "trial $tid ($way): a step took ${gap}s while hpod was away"
   awk -v d="$during" -v e="$expected" 'BEGIN { exit !(d >= 0.6 * e) }' ||
     fail "trial $tid ($way): only $during steps during the outage; its pace before it gives $expected"
   echo "trial $tid: longest gap ${gap}s, $during steps while hpod was down (pace before: $expected), reports $counts"
