@@ -164,15 +164,51 @@ pid_t ReadShimPid(const std::string& dir) {
   return pid;
 }
 
-bool IsTrialProcess(pid_t pid, int64_t trial_id) {
-  if (pid <= 1) return false;
+namespace {
+
+// From /proc/PID/stat: whether `pid` is alive (neither a zombie nor gone), and whether it is a
+// kernel thread (which has no environment at all).
+struct ProcState {
+  bool alive = false;
+  bool kernel_thread = false;
+};
+ProcState ReadProcState(pid_t pid) {
+  ProcState out;
   std::optional<std::string> stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
-  if (!stat) return false;
+  if (!stat) return out;
   size_t paren = stat->rfind(')');  // the state follows the command name, which may hold anything
-  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return out;
   char state = (*stat)[paren + 2];
-  if (state == 'Z' || state == 'X') return false;
-  std::optional<std::string> env = ReadSmallFile(absl::StrCat("/proc/", pid, "/environ"));
+  out.alive = state != 'Z' && state != 'X';
+  // After the state: ppid pgrp session tty_nr tpgid flags.
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(*stat).substr(paren + 2), ' ', absl::SkipEmpty());
+  unsigned long flags = 0;
+  constexpr unsigned long kKernelThread = 0x00200000;  // PF_KTHREAD
+  if (fields.size() > 6 && absl::SimpleAtoi(fields[6], &flags))
+    out.kernel_thread = (flags & kKernelThread) != 0;
+  return out;
+}
+
+// The environment of a live process. A process between posix_spawn's return and the end of its
+// exec reads as an empty environment for a moment (the kernel sets it up after it lets the parent
+// go on): wait that out, so a trial started a moment ago is not taken for a vanished one.
+std::optional<std::string> ReadEnviron(pid_t pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/environ");
+  for (int tries = 0;; ++tries) {
+    std::optional<std::string> env = ReadSmallFile(path);
+    if (!env || !env->empty() || tries == 200) return env;
+    ProcState st = ReadProcState(pid);
+    if (!st.alive || st.kernel_thread) return env;
+    ::usleep(1000);
+  }
+}
+
+}  // namespace
+
+bool IsTrialProcess(pid_t pid, int64_t trial_id) {
+  if (pid <= 1 || !ReadProcState(pid).alive) return false;
+  std::optional<std::string> env = ReadEnviron(pid);
   if (!env) return false;
   std::string needle = absl::StrCat("HPO_TRIAL_ID=", trial_id);
   for (absl::string_view var : absl::StrSplit(*env, '\0')) {
@@ -189,7 +225,7 @@ pid_t FindTrialProcess(int64_t trial_id, const std::string& trial_dir) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     pid_t pid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid <= 1) continue;
-    std::optional<std::string> env = ReadSmallFile(absl::StrCat("/proc/", pid, "/environ"));
+    std::optional<std::string> env = ReadEnviron(pid);
     if (!env) continue;
     bool has_id = false, has_dir = false;
     for (absl::string_view var : absl::StrSplit(*env, '\0')) {
