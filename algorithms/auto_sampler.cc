@@ -33,7 +33,7 @@ AutoChoice ChooseSampler(const AlgorithmSpec& given, const SearchSpace& space, b
     return c;
   }
   // 2. Too few trials, or all at once: nothing comes back in time for a model.
-  const int64_t startup = given.tpe_startup_trials;
+  const int64_t startup = given.startup_trials;
   if (budget > 0 && budget <= startup) {
     c.spec.name = "random";
     c.why = absl::StrCat("budget.max_trials (", budget, ") is no more than TPE's ", startup,

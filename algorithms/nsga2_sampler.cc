@@ -13,24 +13,6 @@ namespace {
 constexpr double kCrossoverIndex = 15;  // SBX distribution index
 constexpr double kMutationIndex = 20;   // polynomial mutation index
 
-// A numeric parameter's value as a fraction of its (log) range, and back (snapped to its step).
-double ToUnit(const ParamDef& p, const ParamValue& v) {
-  double x = *NumericValue(v);
-  if (p.high <= p.low) return 0;
-  if (p.log) return (std::log(x) - std::log(p.low)) / (std::log(p.high) - std::log(p.low));
-  return (x - p.low) / (p.high - p.low);
-}
-
-ParamValue FromUnit(const ParamDef& p, double u) {
-  u = std::clamp(u, 0.0, 1.0);
-  double x = p.log ? std::exp(std::log(p.low) + u * (std::log(p.high) - std::log(p.low)))
-                   : p.low + u * (p.high - p.low);
-  if (p.step) x = p.low + std::round((x - p.low) / *p.step) * *p.step;
-  x = std::clamp(x, p.low, p.high);
-  if (p.type == ParamType::kInt) return static_cast<int64_t>(std::llround(x));
-  return x;
-}
-
 // Simulated binary crossover of two unit values: one of the two children, at random.
 double Sbx(double a, double b, Rng& rng) {
   if (std::abs(a - b) < 1e-14) return a;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "algorithms/auto_sampler.h"
 #include "algorithms/genetic_sampler.h"
+#include "algorithms/gp_sampler.h"
 #include "algorithms/grid_sampler.h"
 #include "algorithms/nsga2_sampler.h"
 #include "algorithms/random_sampler.h"
@@ -16,8 +17,8 @@
 namespace hpo::algorithms {
 
 const std::vector<std::string>& SamplerNames() {
-  static const std::vector<std::string> names = {"auto",    "random", "grid", "tpe",
-                                                 "genetic", "pbt",    "nsga2"};
+  static const std::vector<std::string> names = {"auto", "random",  "grid", "tpe",
+                                                 "gp",   "genetic", "pbt",  "nsga2"};
   return names;
 }
 
@@ -71,12 +72,17 @@ absl::StatusOr<std::unique_ptr<Sampler>> MakeSampler(const AlgorithmSpec& spec,
     RETURN_IF_ERROR(Nsga2Sampler::Validate(o));
     return std::make_unique<Nsga2Sampler>(o);
   }
+  if (spec.name == "gp") {
+    if (spec.startup_trials < 1)
+      return absl::InvalidArgumentError("gp: startup_trials must be >= 1");
+    return std::make_unique<GpSampler>(GpOptions{spec.startup_trials});
+  }
   if (spec.name == "tpe") {
-    if (spec.tpe_startup_trials < 1 || spec.tpe_candidates < 1) {
+    if (spec.startup_trials < 1 || spec.tpe_candidates < 1) {
       return absl::InvalidArgumentError("tpe: startup_trials and candidates must be >= 1");
     }
     return std::make_unique<TpeSampler>(
-        TpeOptions{spec.tpe_startup_trials, spec.tpe_candidates, spec.tpe_multivariate});
+        TpeOptions{spec.startup_trials, spec.tpe_candidates, spec.tpe_multivariate});
   }
   if (spec.name == "genetic") {
     GeneticOptions o{spec.population,    spec.tournament,        spec.crossover_rate,

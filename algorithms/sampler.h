@@ -83,11 +83,11 @@ Points CompletedPoints(const SuggestRequest& req, const std::vector<const Histor
 
 // Algorithm settings from the sweep file (`algorithm:` section).
 struct AlgorithmSpec {
-  // "auto" (auto_sampler.h) | "random" | "grid" | "tpe" | "genetic" | "pbt" | "nsga2"
+  // "auto" (auto_sampler.h) | "random" | "grid" | "tpe" | "gp" | "genetic" | "pbt" | "nsga2"
   std::string name = "auto";
   int grid_points = 5;           // grid: values per continuous parameter
   bool grid_shuffle = false;     // grid: visit points in a seeded random order
-  int tpe_startup_trials = 10;   // tpe: random trials before the model is used
+  int startup_trials = 10;       // tpe, gp: random trials before the model is used
   int tpe_candidates = 24;       // tpe: draws scored per suggestion
   bool tpe_multivariate = true;  // tpe: one joint density instead of one per parameter
   // genetic (see genetic_sampler.h)

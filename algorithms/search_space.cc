@@ -1,5 +1,6 @@
 #include "algorithms/search_space.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -189,6 +190,23 @@ std::optional<double> NumericValue(const ParamValue& v) {
   if (auto* d = std::get_if<double>(&v)) return *d;
   if (auto* b = std::get_if<bool>(&v)) return *b ? 1.0 : 0.0;
   return std::nullopt;
+}
+
+double ToUnit(const ParamDef& p, const ParamValue& v) {
+  double x = *NumericValue(v);
+  if (p.high <= p.low) return 0;
+  if (p.log) return (std::log(x) - std::log(p.low)) / (std::log(p.high) - std::log(p.low));
+  return (x - p.low) / (p.high - p.low);
+}
+
+ParamValue FromUnit(const ParamDef& p, double u) {
+  u = std::clamp(u, 0.0, 1.0);
+  double x = p.log ? std::exp(std::log(p.low) + u * (std::log(p.high) - std::log(p.low)))
+                   : p.low + u * (p.high - p.low);
+  if (p.step) x = p.low + std::round((x - p.low) / *p.step) * *p.step;
+  x = std::clamp(x, p.low, p.high);
+  if (p.type == ParamType::kInt) return static_cast<int64_t>(std::llround(x));
+  return x;
 }
 
 }  // namespace hpo::algorithms

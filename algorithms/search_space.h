@@ -66,6 +66,12 @@ std::string FormatValue(const ParamValue& v);
 // The value as a double when numeric (bools as 0/1), else nullopt.
 std::optional<double> NumericValue(const ParamValue& v);
 
+// A numeric parameter's value as a fraction of its range (of its logarithm's, for a log
+// parameter), and back: a fraction is clamped to [0, 1] and its value snapped to the step and
+// bounds, an int's rounded. What samplers that work in a unit cube (nsga2, gp) move in.
+double ToUnit(const ParamDef& p, const ParamValue& v);
+ParamValue FromUnit(const ParamDef& p, double u);
+
 enum class Direction { kMinimize, kMaximize };
 // True when objective `a` is strictly better than `b`.
 inline bool IsBetter(double a, double b, Direction d) {

@@ -376,7 +376,9 @@ std::vector<Method> Methods(const Problem& problem) {
             {"hpod MOTPE + MO-ASHA", "{name: tpe}", asha},
             {"hpod MOTPE + MO-Hyperband", "{name: tpe}", hyperband},
             {"hpod MOTPE univariate", "{name: tpe, multivariate: false}", "none"},
-            {"hpod MOTPE univariate + MO-ASHA", "{name: tpe, multivariate: false}", asha}};
+            {"hpod MOTPE univariate + MO-ASHA", "{name: tpe, multivariate: false}", asha},
+            {"hpod GP (ParEGO)", "gp", "none"},
+            {"hpod GP (ParEGO) + MO-ASHA", "gp", asha}};
   }
   return {fallback,
           {"hpod random", "random", "none"},
@@ -386,6 +388,9 @@ std::vector<Method> Methods(const Problem& problem) {
           {"hpod TPE", "{name: tpe}", "none"},
           {"hpod TPE + ASHA", "{name: tpe}", asha},
           {"hpod TPE + Hyperband", "{name: tpe}", hyperband},
+          {"hpod GP", "gp", "none"},
+          {"hpod GP + ASHA", "gp", asha},
+          {"hpod GP + Hyperband", "gp", hyperband},
           {"hpod genetic + ASHA", "{name: genetic, population: 16}", asha},
           {"hpod TPE univariate + ASHA", "{name: tpe, multivariate: false}", asha},
           // Optuna's side runs SuccessiveHalving with the same bootstrap_count.

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake pkg-config ccache git procps
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libre2-dev
+  libeigen3-dev
   libssl-dev libsqlite3-dev sqlite3 libspdlog-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-optuna python3-grpcio python3-protobuf python3-pandas

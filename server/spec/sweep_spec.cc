@@ -542,7 +542,7 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
                "population", "tournament", "crossover_rate", "mutation_rate", "mutation_scale",
                "elitism", "demes", "migration_interval", "quantile", "resample_rate", "perturb"});
     if (!node["name"])
-      Error(node, "algorithm needs name: auto, random, grid, tpe, genetic, pbt or nsga2");
+      Error(node, "algorithm needs name: auto, random, grid, tpe, gp, genetic, pbt or nsga2");
     else if (node["name"].IsScalar() && node["name"].Scalar() == "auto" && node.size() > 1)
       Error(node,
             "algorithm auto chooses its own settings; name a sampler (tpe, grid, ...) to "
@@ -555,7 +555,7 @@ void Parser::Algorithm(const YAML::Node& node, SweepSpec& spec) {
     if (node["shuffle"])
       spec.algorithm.grid_shuffle = Bool(node["shuffle"], "algorithm shuffle").value_or(false);
     if (node["startup_trials"])
-      spec.algorithm.tpe_startup_trials = static_cast<int>(
+      spec.algorithm.startup_trials = static_cast<int>(
           Integer(node["startup_trials"], "algorithm startup_trials", 1, 100000).value_or(10));
     if (node["candidates"])
       spec.algorithm.tpe_candidates = static_cast<int>(

@@ -73,7 +73,7 @@ SweepRun Sweep(const std::string& name, uint64_t seed, bool pareto, int trials =
   AlgorithmSpec spec;
   spec.name = name;
   spec.population = 8;
-  spec.tpe_startup_trials = 5;
+  spec.startup_trials = 5;
   SearchSpace space = Mixed();
   auto sampler = MakeSampler(spec, space, pareto);
   EXPECT_TRUE(sampler.ok()) << sampler.status();

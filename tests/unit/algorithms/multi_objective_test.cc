@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "algorithms/gp_sampler.h"
 #include "algorithms/mo_asha_stopper.h"
 #include "algorithms/nsga2_sampler.h"
 #include "algorithms/random_sampler.h"
@@ -102,6 +103,14 @@ TEST(MultiObjectiveTpe, BeatsRandomSearchOnZdt1) {
   double a = Sweep(tpe, 200, 2), b = Sweep(random, 200, 2);
   EXPECT_GT(a, b + 0.5) << "tpe " << a << " random " << b;
   EXPECT_EQ(Sweep(tpe, 200, 2), a);
+}
+
+TEST(MultiObjectiveGp, BeatsRandomSearchOnZdt1) {
+  GpSampler gp({10});
+  RandomSampler random;
+  double a = Sweep(gp, 80, 2), b = Sweep(random, 80, 2);
+  EXPECT_GT(a, b + 0.5) << "gp " << a << " random " << b;
+  EXPECT_EQ(Sweep(gp, 80, 2), a);
 }
 
 // Under early stopping TPE learns from the trials that reported, running ones included, compared

@@ -701,7 +701,7 @@ TEST(SweepSpec, TpeAndAshaSettings) {
           "early_stopping: {name: asha, min_resource: 2, max_resource: 54, bootstrap: 5}\n",
       "s.yaml", "/");
   ASSERT_TRUE(r.errors.empty()) << r.errors.front();
-  EXPECT_EQ(r.spec->algorithm.tpe_startup_trials, 5);
+  EXPECT_EQ(r.spec->algorithm.startup_trials, 5);
   EXPECT_FALSE(r.spec->algorithm.tpe_multivariate);
   EXPECT_EQ(r.spec->early_stopping.bootstrap, 5);
   EXPECT_TRUE(ParseSweepSpec(std::string(kBase) + "algorithm: tpe\n", "s.yaml", "/")
