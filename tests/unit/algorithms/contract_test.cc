@@ -21,23 +21,13 @@
 #include "algorithms/sampler.h"
 #include "algorithms/stopper.h"
 #include "gtest/gtest.h"
+#include "tests/unit/algorithms/test_functions.h"
 
 namespace hpo::algorithms {
 namespace {
 
 SearchSpace Mixed() {
-  SearchSpace s;
-  s.params.push_back({"lr", ParamType::kFloat, 1e-5, 1e-1, true, std::nullopt, {}, {}});
-  s.params.push_back({"drop", ParamType::kFloat, 0.0, 0.5, false, 0.05, {}, {}});
-  s.params.push_back({"units", ParamType::kInt, 8, 512, true, std::nullopt, {}, {}});
-  s.params.push_back({"act",
-                      ParamType::kCategorical,
-                      0,
-                      0,
-                      false,
-                      std::nullopt,
-                      {std::string("relu"), std::string("gelu"), true},
-                      {}});
+  SearchSpace s = testing::EveryKind({std::string("relu"), std::string("gelu"), true});
   s.params.push_back({"epochs", ParamType::kFixed, 0, 0, false, std::nullopt, {}, int64_t{10}});
   return s;
 }

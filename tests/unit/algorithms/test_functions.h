@@ -38,6 +38,18 @@ inline SearchSpace Box(const std::vector<std::pair<double, double>>& bounds) {
   return s;
 }
 
+// A parameter of every kind: a log float (lr), a float on a step of 0.05 (drop), a log int
+// (units) and a categorical with `choices` (act).
+inline SearchSpace EveryKind(std::vector<ParamValue> choices) {
+  SearchSpace s;
+  s.params.push_back({"lr", ParamType::kFloat, 1e-5, 1e-1, true, std::nullopt, {}, {}});
+  s.params.push_back({"drop", ParamType::kFloat, 0.0, 0.5, false, 0.05, {}, {}});
+  s.params.push_back({"units", ParamType::kInt, 8, 512, true, std::nullopt, {}, {}});
+  s.params.push_back(
+      {"act", ParamType::kCategorical, 0, 0, false, std::nullopt, std::move(choices), {}});
+  return s;
+}
+
 // Best value after `n` sequential trials.
 inline double Run(const Sampler& sampler, const SearchSpace& space, const Objective& f, int n,
                   uint64_t seed) {
