@@ -48,6 +48,7 @@ class AutoSampler final : public Sampler {
   std::optional<int64_t> MaxTrials(const SearchSpace& space) const override {
     return chosen_->MaxTrials(space);
   }
+  bool ReadsHistory() const override { return chosen_->ReadsHistory(); }
   std::string Choice(const SuggestRequest& req) const override;
   const AutoChoice& choice() const { return choice_; }
 

@@ -13,6 +13,7 @@ class GridSampler final : public Sampler {
  public:
   GridSampler(const SearchSpace& space, int points, bool shuffle);
   std::string Name() const override { return "grid"; }
+  bool ReadsHistory() const override { return false; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
   std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return size_; }

@@ -10,6 +10,7 @@ namespace hpo::algorithms {
 class RandomSampler final : public Sampler {
  public:
   std::string Name() const override { return "random"; }
+  bool ReadsHistory() const override { return false; }
   [[nodiscard]] absl::StatusOr<std::optional<Params>> Suggest(
       const SuggestRequest& req) const override;
   std::optional<int64_t> MaxTrials(const SearchSpace&) const override { return std::nullopt; }

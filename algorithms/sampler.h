@@ -122,6 +122,9 @@ class Sampler {
       const SuggestRequest& req) const = 0;
   // How many trials the sampler can propose at most; nullopt when unbounded.
   virtual std::optional<int64_t> MaxTrials(const SearchSpace& space) const = 0;
+  // Whether its proposals depend on the history (false: on the trial's number and the seed
+  // alone, so a caller may leave the history empty).
+  virtual bool ReadsHistory() const { return true; }
   // What it does at this point of the sweep (req: the next suggestion's request), and why, in
   // words, for a sampler that chooses (auto); empty for one that does one thing.
   virtual std::string Choice(const SuggestRequest& /*req*/) const { return ""; }

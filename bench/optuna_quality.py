@@ -4,7 +4,8 @@ cluster of W workers (one step = one time unit; the trial that finishes its step
 first; ties by trial number).
 
 One objective: TPE alone (Optuna's default) and with its SuccessiveHalving (also with
-bootstrap_count 5) and Hyperband pruners. Several objectives: random search, NSGA-II (population
+bootstrap_count 5) and Hyperband pruners; and TPE as Optuna's newer releases recommend it for
+parallel runs (multivariate=True, constant_liar=True), alone and with Hyperband. Several objectives: random search, NSGA-II (population
 16, as hpod's run, and Optuna's default 50) and multi-objective TPE (Optuna's default); Optuna
 prunes no multi-objective study, so these run every trial to its last step.
 
@@ -19,6 +20,7 @@ reported); search_quality scores them as it scores hpod's runs. By hand:
 import argparse
 import math
 import sys
+import warnings
 
 import optuna
 
@@ -212,6 +214,7 @@ def main():
     p.add_argument("--budget", type=int, default=1000)
     a = p.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if a.table:
         problem = table(a.table, a.directive, [o for o in a.objectives.split(",") if o])
     else:
@@ -230,17 +233,28 @@ def main():
                     ("Optuna_MOTPE", optuna.samplers.TPESampler(seed=seed))):
                 run(name, study(name, sampler), problem, a.workers, seed, a.budget, sys.stdout, False)
         else:
-            for name, pruner in (
+            def tpe():
+                return optuna.samplers.TPESampler(seed=seed)
+
+            def tpe_joint():  # what Optuna's newer releases recommend for parallel runs
+                return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+
+            def hyperband():
+                return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=problem.steps,
+                                                      reduction_factor=3)
+
+            for name, sampler, pruner in (
                     # Optuna's default: what a user gets without choosing.
-                    ("Optuna_TPE_(default,_no_pruner)", optuna.pruners.NopPruner()),
-                    ("Optuna_TPE_+_SuccessiveHalving",
+                    ("Optuna_TPE_(default,_no_pruner)", tpe(), optuna.pruners.NopPruner()),
+                    ("Optuna_TPE_+_SuccessiveHalving", tpe(),
                      optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)),
                     # The same bootstrap as hpod's "TPE + ASHA bootstrap 5".
-                    ("Optuna_TPE_+_SuccessiveHalving_bootstrap_5",
+                    ("Optuna_TPE_+_SuccessiveHalving_bootstrap_5", tpe(),
                      optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3, bootstrap_count=5)),
-                    ("Optuna_TPE_+_Hyperband",
-                     optuna.pruners.HyperbandPruner(min_resource=1, max_resource=problem.steps, reduction_factor=3))):
-                run(name, study(name, optuna.samplers.TPESampler(seed=seed), pruner), problem, a.workers,
+                    ("Optuna_TPE_+_Hyperband", tpe(), hyperband()),
+                    ("Optuna_TPE_multivariate_constant_liar", tpe_joint(), optuna.pruners.NopPruner()),
+                    ("Optuna_TPE_multivariate_constant_liar_+_Hyperband", tpe_joint(), hyperband())):
+                run(name, study(name, sampler, pruner), problem, a.workers,
                     seed, a.budget, sys.stdout, not isinstance(pruner, optuna.pruners.NopPruner))
         sys.stdout.flush()
 

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   CLI::App app{"scale_bench: a large sweep with ASHA through the controller, in virtual time"};
   int64_t trials = 100'000;
   int concurrent = 1'000, epochs = 27;
-  bool no_durable = false;
+  bool no_durable = false, inline_suggestions = false;
   std::string stopper = "asha";
   std::string algorithm;  // none: the sweep names none, so hpod's default (auto) chooses
   app.add_option("--trials", trials, "trials in the sweep")->capture_default_str();
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
   app.add_option("--stopper", stopper, "early stopping: asha (eta 3) or median (grace 1, 3 trials)")
       ->check(CLI::IsMember({"asha", "median"}))
       ->capture_default_str();
+  app.add_flag("--inline-suggestions", inline_suggestions,
+               "the sampler's proposals on the controller's thread, within its slice (as in "
+               "virtual-time tests), not on the suggester's thread (as in hpod)");
   app.add_option("--algorithm", algorithm,
                  "the sweep's algorithm (random, tpe, ...); none given: hpod's default");
   CLI11_PARSE(app, argc, argv);
@@ -99,6 +103,7 @@ int main(int argc, char** argv) {
   daemon_options.start = absl::FromUnixSeconds(1'800'000'000);
   daemon_options.tick = absl::Seconds(1);
   daemon_options.dir_prefix = "hpo-scale";
+  daemon_options.suggest_thread = !inline_suggestions;
   hpo::fakes::TestDaemon daemon(daemon_options);
   hpo::FakeClock& clock = daemon.clock();
   const std::string& root = daemon.root();
@@ -174,11 +179,21 @@ int main(int argc, char** argv) {
     }
     // One virtual second's work: a batch, and those that make the trials its batch had no
     // time to suggest (each timed on its own: the lag a request would see).
-    for (bool more = true; more;) {
+    auto batch = [&] {
       auto b0 = std::chrono::steady_clock::now();
-      more = controller.RunOneBatch();
+      bool more = controller.RunOneBatch();
       batch_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+      return more;
+    };
+    while (batch()) {
+    }
+    // Proposals made on the suggester's thread: once they are all back, a batch makes their
+    // trials (and may ask for more), all within this virtual second.
+    while (controller.Suggesting()) {
+      while (controller.SuggesterBusy())
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      batch();
     }
     if (rss_full < 0 && static_cast<int>(running.size()) >= concurrent) rss_full = RssMiB();
     clock.Advance(absl::Seconds(1));
@@ -195,10 +210,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "\nController at scale: %lld trials, %d at once, %s (1..%d epochs), simulated backend in "
-      "virtual time, %s SQLite\n\n",
+      "virtual time, %s SQLite, proposals made %s\n\n",
       static_cast<long long>(trials), concurrent,
       stopper == "asha" ? "ASHA (eta 3)" : "median stopping", epochs,
-      no_durable ? "non-durable" : "durable");
+      no_durable ? "non-durable" : "durable",
+      inline_suggestions ? "on the controller's thread" : "on the suggester's thread");
   std::printf(
       "| trials ended | reports | virtual time | wall time | batch p50 | batch p99 | batch max | "
       "trials/s | suggestions/s | CPU per trial | peak RSS | memory per running trial |\n");

@@ -275,6 +275,9 @@ Results RunOptuna(const std::string& src, const Problem& problem, const std::str
   return out;
 }
 
+// Random search: every table's regret is also read as a share of its (normalized regret).
+constexpr char kRandom[] = "hpod random";
+
 // Optuna's default: what a user of Optuna gets without choosing (TPE, no pruner).
 std::string OptunaDefault(const Problem& problem) {
   return problem.multi() ? "Optuna MOTPE" : "Optuna TPE (default, no pruner)";
@@ -305,11 +308,25 @@ void Summary(const Problem& problem, int w, int budget, const std::vector<Method
       "%.4f. Each hpod method:\n\n",
       problem.name.c_str(), w, budget, default_optuna.c_str(), what, Shown(problem, plain),
       best_optuna.c_str(), Shown(problem, best));
+  // Regret as a share of random search's at the same budget (one objective): comparable across
+  // problems, as published studies report it.
+  const bool normalized = !problem.multi() && results.count(kRandom) > 0;
+  const double random_final = normalized ? FinalMedian(results.at(kRandom), budget) : 0;
+  auto normal = [&](double v) {
+    return !normalized        ? std::string()
+           : random_final > 0 ? absl::StrFormat(" %.3f |", v / random_final)
+                              : std::string(" - |");
+  };
   std::printf(
-      "| hpod method | final %s (median) | reaches Optuna's default's after | reaches Optuna's "
+      "| hpod method | final %s (median) |%s reaches Optuna's default's after | reaches Optuna's "
       "best's after | at least as good as Optuna's best |\n",
-      what);
-  std::printf("|---|---:|---:|---:|---|\n");
+      what, normalized ? " normalized (÷ hpod random's) |" : "");
+  std::printf("|---|---:|%s---:|---:|---|\n", normalized ? "---:|" : "");
+  if (normalized) {
+    std::printf("| Optuna's default | %.4f |%s | | |\n| Optuna's best | %.4f |%s | | |\n",
+                Shown(problem, plain), normal(plain).c_str(), Shown(problem, best),
+                normal(best).c_str());
+  }
   auto share = [&](const std::vector<Run>& runs, double target) -> std::string {
     double need = BudgetToReach(runs, target, budget);
     return need < 0 ? "never" : absl::StrFormat("%.0f (%.0f%%)", need, 100 * need / budget);
@@ -317,8 +334,8 @@ void Summary(const Problem& problem, int w, int budget, const std::vector<Method
   for (const Method& m : methods) {
     const std::vector<Run>& runs = results.at(m.name);
     double final = FinalMedian(runs, budget);
-    std::printf("| %s | %.4f | %s | %s | %s |\n", m.name.c_str(), Shown(problem, final),
-                share(runs, plain).c_str(), share(runs, best).c_str(),
+    std::printf("| %s | %.4f |%s %s | %s | %s |\n", m.name.c_str(), Shown(problem, final),
+                normal(final).c_str(), share(runs, plain).c_str(), share(runs, best).c_str(),
                 final <= best + 1e-12 ? "yes" : "no");
   }
   std::printf(
@@ -445,7 +462,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-optuna", no_optuna, "skip Optuna");
   std::vector<std::string> method_filter;
   app.add_option("--methods", method_filter,
-                 "only these hpod methods (a,b), besides hpod's default: a method's whole name "
+                 "only these hpod methods (a,b), besides hpod's default and random search (the "
+                 "yardstick of normalized regret): a method's whole name "
                  "selects it alone, another text every method whose name contains it, none only "
                  "the default (default: all)")
       ->delimiter(',');
@@ -507,6 +525,7 @@ int main(int argc, char** argv) {
     if (!method_filter.empty()) {
       std::erase_if(methods, [&](const Method& m) {
         if (m.algorithm.empty() && m.stopper.empty()) return false;  // hpod's default stays
+        if (m.name == kRandom) return false;  // ... and random search, the regret's yardstick
         return std::none_of(method_filter.begin(), method_filter.end(),
                             [&](const std::string& f) { return selects(f, m.name); });
       });

@@ -54,6 +54,7 @@ absl::Status Controller::Recover() {
 void Controller::Start() {
   backend_.SetWakeup([this] { loop_.Wake(); });
   files_.SetWakeup([this] { loop_.Wake(); });
+  lifecycle_.set_suggestions_wakeup([this] { loop_.Wake(); });
   loop_.Start();
 }
 
@@ -62,6 +63,7 @@ void Controller::Shutdown(bool keep_trials) {
   stopped_ = true;
   backend_.SetWakeup(nullptr);
   files_.SetWakeup(nullptr);
+  lifecycle_.set_suggestions_wakeup(nullptr);
   loop_.Stop();
   if (keep_trials) {
     spdlog::info("leaving the running trials to the next start of hpod");

@@ -146,6 +146,12 @@ class Controller {
     loop_.RunOnce();
     return lifecycle_.LeftOver();
   }
+  // Whether a sweep waits for proposals it asked of the suggester's thread
+  // (Options::suggest_thread), and whether that thread is still making them (thread-safe): a
+  // test or benchmark in virtual time waits for them, and runs a batch to take them, before the
+  // clock moves on.
+  bool Suggesting() const { return lifecycle_.Suggesting(); }
+  bool SuggesterBusy() const { return lifecycle_.SuggesterBusy(); }
 
   // --- controller thread only ---
   // Every verb, reading or changing, takes what the gate allowed (Allow) and acts only within

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "algorithms/sampler.h"
+#include "server/core/suggester.h"
 #include "server/core/sweep_plan.h"
 #include "server/store/store.h"
 
@@ -158,6 +159,8 @@ class Sweep {
     bool over = false;
   };
   FailFast fail_fast;
+  // Its side of the Suggester: the proposals under way and those that came back.
+  SweepSuggestions suggestions;
   const std::deque<int64_t>& pending() const { return pending_; }  // waiting to launch, in order
   const std::deque<int64_t>& retries() const { return retries_; }  // LOST, to run again
   // Trial directories asked for ahead of their trials: every number below this one.

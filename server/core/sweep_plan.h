@@ -21,7 +21,8 @@ namespace hpo::server {
 
 struct SweepPlan {
   SweepSpec spec;
-  std::unique_ptr<algorithms::Sampler> sampler;
+  // Shared with the suggester's thread while it makes a proposal (suggester.h).
+  std::shared_ptr<const algorithms::Sampler> sampler;
   std::unique_ptr<algorithms::Stopper> stopper;
   int64_t limit = 0;  // SweepSpec::TrialLimit: trials the sweep runs at most; 0: unbounded
   // Whether the sweep keeps each trial's objective curve (it has a stopper, which reads it, as

@@ -27,7 +27,8 @@ TrialLifecycle::TrialLifecycle(Options options, SweepTable& table, Store& store,
       backend_(backend),
       files_(files),
       events_(events),
-      clock_(clock) {
+      clock_(clock),
+      suggester_(options_.suggest_thread) {
   hearing_since_ = clock_.Now();  // hpod's start
 }
 
@@ -38,6 +39,7 @@ void TrialLifecycle::Tick() {
   for (const backend::BackendEvent& e : backend_.Poll()) HandleBackendEvent(e);
   PollJournals();
   PollFiles();
+  PollSuggestions();
   EnforceStops();
   CatchHung();
   // Every sweep schedules; the one after the sweep that last ran out of the suggestion slice

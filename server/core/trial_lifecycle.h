@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "common/data_dir.h"
 #include "server/core/event_publisher.h"
+#include "server/core/suggester.h"
 #include "server/core/sweep_table.h"
 #include "server/core/trial_files.h"
 #include "server/store/store.h"
@@ -52,6 +53,10 @@ class TrialLifecycle {
     // so that reports waiting for the controller are taken in between however long suggestions
     // take.
     absl::Duration suggest_slice = absl::Milliseconds(20);
+    // The sampler's proposals are made on a thread of their own (suggester.h), as many at once
+    // as a sweep has free places; without, on the controller's thread, one at a time, within
+    // the slice above (virtual time: reproducible).
+    bool suggest_thread = false;
   };
   TrialLifecycle(Options options, SweepTable& table, Store& store, backend::Backend& backend,
                  TrialFiles& files, EventPublisher& events, const Clock& clock);
@@ -67,6 +72,12 @@ class TrialLifecycle {
   void set_late_reports(LateReports late) { late_reports_ = std::move(late); }
   // Asks for the next batch at once when a tick ran out of its suggestion slice.
   void set_more_to_schedule(std::function<void()> more) { more_ = std::move(more); }
+  // Called from the suggester's thread when proposals came back.
+  void set_suggestions_wakeup(std::function<void()> wake) { suggester_.SetWakeup(std::move(wake)); }
+  // Whether a sweep waits for proposals it asked for (the controller's thread), and whether the
+  // suggester's thread is making some (any thread).
+  bool Suggesting() const;
+  bool SuggesterBusy() const { return suggester_.Busy(); }
   // Whether the last tick left trials to make for lack of time.
   bool LeftOver() const { return resume_after_ != 0; }
   const Options& options() const { return options_; }
@@ -125,6 +136,9 @@ class TrialLifecycle {
 
  private:
   // How long the oldest waiting trial lets smaller ones start before it.
+  // Proposals asked of the suggester's thread at once, at most: a sweep that opens many places
+  // gets them in turns, so the others' requests come in between.
+  static constexpr int64_t kProposalsPerRequest = 64;
   static constexpr absl::Duration kBackfillLimit = absl::Seconds(60);
   // Trial directories asked for ahead: up to this many of a sweep's next trials.
   static constexpr int64_t kDirsAhead = 16;
@@ -136,7 +150,8 @@ class TrialLifecycle {
   // The directories TrialFiles made since the last call.
   void PollFiles();
   void ApplyPrepared(const TrialFiles::Prepared& p);
-  bool CreateTrial(Sweep& sweep);
+  // `now`: its proposal is made at once on this thread (an ask, whose caller waits for it).
+  bool CreateTrial(Sweep& sweep, bool now = false);
   // Asks for the directory of trial number `number` of the sweep.
   void RequestDir(Sweep& sweep, int64_t number);
   // Asks for the directories of the sweep's next trials.
@@ -214,6 +229,11 @@ class TrialLifecycle {
   // trials to end all failed fast the same way.
   void CheckFailFast(Sweep& sweep, const TrialRuntime& trial);
   void FinishSweep(Sweep& sweep, v1::SweepState state, const std::string& message);
+  // The sampler's next proposal for `sweep`, when one is there: made on this thread (without
+  // a suggester's thread, or `now`), or one that came back from the suggester's (which is asked
+  // for the sweep's free places when none is left nor under way).
+  std::optional<Suggestion> NextSuggestion(Sweep& sweep, bool now);
+  void PollSuggestions();
   void FlushProgress();
   void Emit(Sweep& sweep, v1::EventKind kind, const TrialRuntime* trial);
 
@@ -224,6 +244,7 @@ class TrialLifecycle {
   TrialFiles& files_;
   EventPublisher& events_;
   const Clock& clock_;
+  Suggester suggester_;
   std::set<int64_t> dirty_;      // ids of trials with unsaved progress
   std::set<int64_t> stops_due_;  // ids of trials told to stop whose deadline may pass
   std::map<std::string, std::pair<int64_t, int64_t>> dir_requests_;  // dir -> (sweep, number)

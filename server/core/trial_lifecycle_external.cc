@@ -59,7 +59,8 @@ absl::StatusOr<TrialRuntime*> TrialLifecycle::Ask(Sweep& sweep) {
                      " trial(s) out, its budget.max_concurrent; ", "tell one first"));
   }
   size_t before = sweep.trials().size();
-  if (!sweep.MoreToCreate() || !CreateTrial(sweep) || sweep.trials().size() == before) {
+  if (!sweep.MoreToCreate() || !CreateTrial(sweep, /*now=*/true) ||
+      sweep.trials().size() == before) {
     return absl::OutOfRangeError(
         absl::StrCat("sweep ", sweep.rec.id, " has no trial left to give out"));
   }

@@ -125,7 +125,7 @@ void TrialLifecycle::NoteAllocation(const backend::AllocationUsage& allocation) 
   Emit(*sweep, v1::EVENT_KIND_SWEEP_STATE, nullptr);  // its GPU-hours changed pace
 }
 
-bool TrialLifecycle::CreateTrial(Sweep& sweep) {
+bool TrialLifecycle::CreateTrial(Sweep& sweep, bool now) {
   auto rt = std::make_unique<TrialRuntime>();
   TrialRecord& rec = rt->rec;
   std::optional<algorithms::Params> queued;
@@ -145,15 +145,9 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
     }
   } else {
     if (!sweep.MoreToCreate()) return false;
-    algorithms::SuggestRequest req = sweep.NextRequest();
-    algorithms::SuggestOutput output;
-    req.output = &output;
-    timespec cpu0{}, cpu1{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
-    absl::StatusOr<std::optional<algorithms::Params>> params = sweep.plan.sampler->Suggest(req);
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
-    suggesting_ += absl::DurationFromTimespec(cpu1) - absl::DurationFromTimespec(cpu0);
-    ++suggested_;
+    std::optional<Suggestion> suggestion = NextSuggestion(sweep, now);
+    if (!suggestion) return false;  // one is on its way
+    absl::StatusOr<std::optional<algorithms::Params>>& params = suggestion->params;
     if (!params.ok()) {
       BeginEnding(sweep, v1::SWEEP_STATE_FAILED,
                   absl::StrCat("the sampler failed: ", params.status().message()));
@@ -164,8 +158,8 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
       return false;
     }
     rec.params = std::move(**params);
-    rec.parent = output.parent;
-    rec.lineage = output.lineage;
+    rec.parent = suggestion->output.parent;
+    rec.lineage = suggestion->output.lineage;
   }
   rec.sweep_id = sweep.rec.id;
   rec.number = static_cast<int64_t>(sweep.trials().size());
@@ -191,6 +185,46 @@ bool TrialLifecycle::CreateTrial(Sweep& sweep) {
     sweep.Wait(trial.rec.number);
   }
   return true;
+}
+
+std::optional<Suggestion> TrialLifecycle::NextSuggestion(Sweep& sweep, bool now) {
+  SweepSuggestions& s = sweep.suggestions;
+  if (now && s.waiting() == 0) {
+    Suggestion made;
+    algorithms::SuggestRequest req = sweep.NextRequest();
+    req.output = &made.output;
+    made.params = sweep.plan.sampler->Suggest(req);
+    return made;
+  }
+  if (s.waiting() == 0 && !s.asking()) {
+    const SweepSpec& spec = sweep.spec();
+    // On the suggester's thread: as many as the sweep has places free and trials left.
+    int64_t count = std::max<int64_t>(1, spec.budget.max_concurrent - sweep.active());
+    if (sweep.plan.limit > 0) count = std::min(count, sweep.plan.limit - sweep.Counted());
+    count = std::clamp<int64_t>(count, 1, kProposalsPerRequest);
+    timespec cpu0{}, cpu1{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+    suggester_.Ask(sweep.rec.id, s, sweep.plan.sampler, sweep.plan.keeps_curves,
+                   sweep.NextRequest(), static_cast<int>(count));
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    suggesting_ += absl::DurationFromTimespec(cpu1) - absl::DurationFromTimespec(cpu0);
+    ++suggested_;
+  }
+  return s.Take();
+}
+
+void TrialLifecycle::PollSuggestions() {
+  suggester_.Poll([this](int64_t sweep_id) -> SweepSuggestions* {
+    Sweep* sweep = table_.FindSweep(sweep_id);
+    return sweep != nullptr ? &sweep->suggestions : nullptr;
+  });
+}
+
+bool TrialLifecycle::Suggesting() const {
+  for (const auto& [id, sweep] : table_.sweeps()) {
+    if (sweep->suggestions.asking()) return true;
+  }
+  return false;
 }
 
 backend::LaunchSpec TrialLifecycle::MakeLaunchSpec(const Sweep& sweep,

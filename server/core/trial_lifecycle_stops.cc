@@ -76,6 +76,7 @@ void TrialLifecycle::EnforceStops() {
 void TrialLifecycle::BeginEnding(Sweep& sweep, v1::SweepState state, const std::string& message,
                                  bool override) {
   if (!sweep.BeginEnding(state, message, override)) return;
+  sweep.suggestions.Cancel();  // no new trial: no proposal
   spdlog::info("sweep {}: ending ({}): {}", sweep.rec.id, v1::StateName(state), message);
   v1::TrialState trial_state =
       state == v1::SWEEP_STATE_CANCELED ? v1::TRIAL_STATE_CANCELED : v1::TRIAL_STATE_STOPPED;
@@ -96,6 +97,7 @@ void TrialLifecycle::FinishSweep(Sweep& sweep, v1::SweepState state, const std::
     if (t->progress_dirty) SaveTrial(sweep, *t, v1::EVENT_KIND_TRIAL_PROGRESS);
   }
   sweep.Finish(state, message, clock_.Now());
+  sweep.suggestions.Cancel();
   spdlog::info("sweep {} {}: {}", sweep.rec.id, v1::StateName(state), message);
   SaveSweep(sweep);
   backend_.SweepEnded(sweep.rec.id);

@@ -294,7 +294,8 @@ int main(int argc, char** argv) {
   options.tick = absl::Milliseconds(flags.tick_ms);
   options.tls_ca_pem = tls->ca_pem;
   options.umask = umask_bits;
-  hpo::server::Metrics metrics;  // /metrics: what the controller and the services measure
+  options.suggest_thread = true;  // a slow proposal never holds a report back
+  hpo::server::Metrics metrics;   // /metrics: what the controller and the services measure
   options.telemetry = &metrics;
   hpo::server::Controller controller(options, **store, **backend, files, hpo::SystemClock::Get());
   // Who may call: one table for every front door (gRPC, the dashboard, /metrics).

@@ -54,6 +54,7 @@ absl::Status TestDaemon::MakeController() {
   o.tick = options_.tick;
   o.progress_interval = options_.progress_interval;
   o.suggest_slice = options_.suggest_slice;
+  o.suggest_thread = options_.suggest_thread;
   o.spec_defaults = options_.spec_defaults;
   controller_ = std::make_unique<server::Controller>(o, *store_, *backend_, files_, clock_);
   return controller_->Recover();

@@ -32,6 +32,7 @@ class TestDaemon {
     absl::Duration tick = absl::Milliseconds(50);
     absl::Duration progress_interval = absl::Milliseconds(500);
     absl::Duration suggest_slice = absl::Milliseconds(20);  // the controller's (Options)
+    bool suggest_thread = false;                            // ... likewise
     std::string vfs;  // the store's SQLite VFS ("": the default)
     std::string dir_prefix = "hpo-test";
     // The versions of the sweep-file defaults the daemon knows (empty: hpod's own); a test
